@@ -1,0 +1,42 @@
+# kafkalab: `make lab` opens the book, `make test` runs every test. Both set up .venv first if
+# it is missing or older than pyproject.toml. Only Python >= 3.11 and pip are needed.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.kafkalab-installed
+LAB_PORT ?= 8888
+# Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k records"`.
+PYTEST_ARGS ?=
+
+.PHONY: setup lab test test-fast bench typecheck clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafkalab needs Python >= 3.11; found " + sys.version.split()[0])'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --editable '.[dev]'
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	@echo "Starting JupyterLab on book/ -- open the http://127.0.0.1:$(LAB_PORT)/lab?token=... URL printed below."
+	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
+		--ServerApp.root_dir=book --ServerApp.open_browser=False
+
+test: $(STAMP)
+	KAFKALAB_STATIC_WIDGETS=1 $(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-current-env $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest tests -m "not slow and not interop and not browser and not spark" $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m kafkalab.bench $(BENCH_ARGS)
+
+typecheck: $(STAMP)
+	$(PY) -m mypy kafkalab
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache

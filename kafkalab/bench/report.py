@@ -1,0 +1,67 @@
+"""The one-line benchmark report format shared by every benchmark."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One measured figure: ``value`` against ``baseline`` with a target for their ratio.
+
+    ``target`` is written as the benchmark states it, e.g. ``">=3.0"`` or ``"<=1.5"``.
+    """
+
+    name: str
+    value: float
+    unit: str
+    baseline: float
+    target: str
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.baseline if self.baseline else float("inf")
+
+    @property
+    def met(self) -> bool:
+        op, bound = self.target[:2], float(self.target[2:])
+        return self.ratio >= bound if op == ">=" else self.ratio <= bound
+
+    def line(self) -> str:
+        return (
+            f"BENCH {self.name} {_fmt(self.value)} {self.unit} baseline={_fmt(self.baseline)} "
+            f"ratio={self.ratio:.2f} target={self.target}"
+        )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
+
+
+@dataclass
+class Reporter:
+    """Collects figures and prints each as it is measured."""
+
+    figures: list[Figure] = field(default_factory=list)
+    echo: Callable[[str], None] = print
+
+    def report(self, name: str, value: float, unit: str, baseline: float, target: str) -> Figure:
+        assert target[:2] in (">=", "<="), f"target must start with >= or <=, got {target!r}"
+        figure = Figure(name, float(value), unit, float(baseline), target)
+        self.figures.append(figure)
+        self.echo(figure.line())
+        return figure
+
+
+def best_rate(work: Callable[[], int], *, repeat: int = 3) -> float:
+    """Run ``work`` (which returns how many items it processed) ``repeat`` times; return the
+    best items-per-second. Best-of-N filters out noise from the other core and the page cache."""
+    best = 0.0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        items = work()
+        elapsed = time.perf_counter() - start
+        best = max(best, items / elapsed if elapsed > 0 else float("inf"))
+    return best
