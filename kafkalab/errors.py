@@ -169,3 +169,21 @@ class UnsupportedVersionError(ProtocolError):
     """An API version the broker does not implement."""
 
     error_code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class InvalidPartitionsError(KafkaError):
+    """A partition count or partition number outside what the topic has (e.g. 0 partitions)."""
+
+    error_code = ErrorCode.INVALID_PARTITIONS
+
+
+class UnsupportedForMessageFormatError(KafkaError):
+    """A request the log's message format cannot serve, e.g. a v0/v1 append on a Kafka 4 log."""
+
+    error_code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+class TimerError(KafkaError):
+    """A timer task or timing-wheel parameter out of bounds (negative delay, zero tick)."""
+
+    error_code = ErrorCode.INVALID_REQUEST
