@@ -8,6 +8,8 @@ STAMP  := $(VENV)/.kafkalab-installed
 LAB_PORT ?= 8888
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k records"`.
 PYTEST_ARGS ?=
+# Parallel test workers (pytest-xdist); each test file or notebook stays on one worker.
+JOBS ?= 2
 
 .PHONY: setup lab test test-fast bench typecheck clean
 
@@ -26,7 +28,7 @@ lab: $(STAMP)
 		--ServerApp.root_dir=book --ServerApp.open_browser=False
 
 test: $(STAMP)
-	KAFKALAB_STATIC_WIDGETS=1 $(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	KAFKALAB_STATIC_WIDGETS=1 $(PY) -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		--nbval-current-env $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
