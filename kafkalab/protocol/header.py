@@ -1,0 +1,121 @@
+"""Request and response headers, and the two rules that make ApiVersions special.
+
+Request header v1 is ``api_key int16, api_version int16, correlation_id int32, client_id``
+(a nullable int16-length string); v2, used by flexible versions, adds a tagged-field section but
+keeps ``client_id`` non-compact. Response header v0 is just ``correlation_id``; v1 adds tagged
+fields. Which header version applies depends on whether the *API version* is flexible.
+
+ApiVersions breaks the pattern twice (KIP-511): its response header is always v0, and an
+ApiVersions request at a version the broker does not know is still answered (see
+:func:`unsupported_api_versions_response`).
+
+Worked example: kafka-python's first bytes on a connection are ApiVersions v4 with correlation
+id 1 and client id ``"kafka-python-3.0"``: ``00 12 00 04 00 00 00 01 00 10 "kafka-python-3.0"
+00`` -- 2+2+4+2+16 bytes of v2 header, then an empty tag section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalab.errors import ProtocolError
+from kafkalab.protocol.framing import size_prefix
+from kafkalab.protocol.messages import SCHEMAS
+from kafkalab.protocol.messages.api_versions import API_VERSIONS_RESPONSE
+from kafkalab.protocol.schema import TAGGED_FIELDS_MAX
+from kafkalab.protocol.types import Part, Reader, Writer, parts_size_bytes
+
+API_VERSIONS_KEY = 18
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """A decoded request header; ``body_offset`` is where the body starts in the frame."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int
+
+
+def request_is_flexible(api_key: int, api_version: int) -> bool:
+    """Header v2 iff this API version is flexible; unknown APIs are assumed not flexible."""
+    pair = SCHEMAS.get(api_key)
+    return pair is not None and pair[0].is_flexible(api_version)
+
+
+def decode_request_header(frame: bytes | memoryview) -> RequestHeader:
+    reader = Reader(frame)
+    api_key = reader.int16()
+    api_version = reader.int16()
+    correlation_id = reader.int32()
+    client_id = reader.string(compact=False, nullable=True)
+    if request_is_flexible(api_key, api_version):
+        _skip_tagged_fields(reader)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, reader.position)
+
+
+def peek_correlation_id(frame: bytes | memoryview) -> int | None:
+    """The correlation id of a frame whose header may be malformed, if it has one."""
+    if len(frame) < 8:
+        return None
+    return int.from_bytes(bytes(frame[4:8]), "big", signed=True)
+
+
+def _skip_tagged_fields(reader: Reader) -> None:
+    count = reader.uvarint()
+    if count > TAGGED_FIELDS_MAX:
+        raise ProtocolError(f"{count} header tagged fields exceed the limit of {TAGGED_FIELDS_MAX}")
+    for _ in range(count):
+        reader.uvarint()
+        reader.skip(reader.uvarint())
+
+
+def encode_request(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
+) -> bytes:
+    """A whole framed request (used by tests and by kafkalab's own tools)."""
+    request_schema = SCHEMAS[api_key][0]
+    writer = Writer()
+    writer.int16(api_key)
+    writer.int16(api_version)
+    writer.int32(correlation_id)
+    writer.string(client_id, compact=False)
+    if request_schema.is_flexible(api_version):
+        writer.uvarint(0)
+    request_schema.encode_into(writer, body, api_version)
+    data = writer.to_bytes()
+    return size_prefix(len(data)) + data
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> list[Part]:
+    """A whole framed response as parts (bytes and file slices for record data)."""
+    response_schema = SCHEMAS[api_key][1]
+    writer = Writer()
+    writer.int32(correlation_id)
+    if response_schema.is_flexible(api_version) and api_key != API_VERSIONS_KEY:
+        writer.uvarint(0)
+    response_schema.encode_into(writer, body, api_version)
+    parts = writer.parts()
+    return [size_prefix(parts_size_bytes(parts)), *parts]
+
+
+def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
+    """(correlation id, body) of a response frame without its size prefix (tests and tools)."""
+    response_schema = SCHEMAS[api_key][1]
+    reader = Reader(frame)
+    correlation_id = reader.int32()
+    if response_schema.is_flexible(api_version) and api_key != API_VERSIONS_KEY:
+        _skip_tagged_fields(reader)
+    return correlation_id, response_schema.decode(memoryview(frame)[reader.position :], api_version)
+
+
+def unsupported_api_versions_response(correlation_id: int, supported: tuple[int, int]) -> list[Part]:
+    """KIP-511's fallback: a v0 body with UNSUPPORTED_VERSION and only ApiVersions' own range."""
+    body = API_VERSIONS_RESPONSE.cls(
+        error_code=35,
+        api_keys=(API_VERSIONS_RESPONSE.cls.ApiVersion(API_VERSIONS_KEY, *supported),),
+    )
+    return encode_response(API_VERSIONS_KEY, 0, correlation_id, body)
