@@ -1,0 +1,192 @@
+"""Timer benchmark: kafkalab's timing wheel against a binary-heap timer, 10^3 .. 10^6 pending.
+
+What is measured, for each number ``n`` of pending timers and for both timers in the same run:
+
+* **insert + expire** (steady state): ``n`` timers are pending with delays uniform in
+  [1, 30,000] ms (Kafka's ``request.timeout.ms`` default bounds most purgatory delays). Each
+  step moves the clock forward and inserts as many new timers as expired, so ``n`` stays put.
+  ops/s counts inserts plus expirations.
+* **insert + cancel**: with ``n`` pending, insert a batch and cancel every timer in it, as a
+  purgatory does when most operations complete before their timeout. The wheel unlinks a task
+  in O(1); the heap timer marks it cancelled and leaves it in the heap (the usual ``heapq``
+  idiom -- true removal from a heap is O(n) to find the entry), paying for it at pop time.
+
+Per size, one line gives kafkalab's ops/s against the heap's ops/s. Then a *flatness* line per
+operation: kafkalab's max/min ops/s across sizes (target <= 1.5), with the heap's max/min as the
+baseline so the heap's growth is printed beside it. Last, an absolute line: kafkalab's slowest
+insert rate across sizes against the 500,000 inserts/s requirement.
+
+The garbage collector is paused while a figure is timed, as ``timeit`` does: a full collection
+walks every live object, so with a million pending timers it would charge both timers for the
+size of the heap rather than for their own work.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kafkalab.bench.report import Reporter
+from kafkalab.clock import ManualClock
+from kafkalab.timer import Timer, TimerTask
+
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+HORIZON_MS = 30_000  # delays are uniform in [1, HORIZON_MS]
+MEASURED_INSERTS = 60_000  # inserts timed per (size, operation, timer)
+MEASURED_INSERTS_FULL = 300_000
+INSERT_RATE_REQUIRED = 500_000  # inserts/s on one core
+SEED = 13
+
+
+class _Noop(TimerTask):
+    """A timer task that does nothing, so both timers are charged only for bookkeeping."""
+
+    __slots__ = ()
+
+    def run(self) -> None:
+        return None
+
+
+class HeapTimer:
+    """The textbook alternative: a binary heap (``heapq``) of (expiration, seq, task).
+
+    O(log n) per push and pop; cancellation marks the task and leaves it in the heap.
+    Not thread-safe; used only by this benchmark.
+    """
+
+    def __init__(self, clock: ManualClock) -> None:
+        self._clock = clock
+        self._heap: list[tuple[int, int, TimerTask]] = []
+        self._sequence = 0
+
+    def add(self, task: TimerTask) -> bool:
+        task.expiration_ms = task.delay_ms + self._clock.nanoseconds() // 1_000_000
+        self._sequence += 1
+        heapq.heappush(self._heap, (task.expiration_ms, self._sequence, task))
+        return True
+
+    def advance_clock(self, now_ms: int) -> int:
+        heap = self._heap
+        popped = 0
+        while heap and heap[0][0] <= now_ms:
+            task = heapq.heappop(heap)[2]
+            popped += 1
+            if not task.cancelled:
+                task.run()
+        return popped
+
+    @property
+    def size(self) -> int:
+        return len(self._heap)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    insert_expire_ops_s: float
+    insert_cancel_ops_s: float
+    insert_ops_s: float
+
+
+def _timed(work: Callable[[], int]) -> float:
+    """Items per second of ``work()``, with the collector paused."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        items = work()
+        elapsed = time.perf_counter() - start
+    finally:
+        if enabled:
+            gc.enable()
+    return items / elapsed if elapsed > 0 else float("inf")
+
+
+def _measure(make: Callable[[ManualClock], Timer | HeapTimer], pending: int, inserts: int) -> _Rates:
+    rng = random.Random(SEED)
+    clock = ManualClock(0)
+    timer = make(clock)
+    gc.disable()
+    for _ in range(pending):
+        timer.add(_Noop(rng.randint(1, HORIZON_MS)))
+    gc.enable()
+    # Steady state: per step of step_ms, about pending * step_ms / HORIZON_MS timers expire;
+    # insert the same number so the pending count stays at `pending`.
+    per_step = 100
+    step_ms = max(1, HORIZON_MS * per_step // pending)
+    steps = max(1, inserts // per_step)
+    delays = [rng.randint(1, HORIZON_MS) for _ in range(steps * per_step)]
+
+    def insert_expire() -> int:
+        add, advance = timer.add, timer.advance_clock
+        before = timer.size
+        now_ms = 0
+        for step in range(steps):
+            now_ms += step_ms
+            clock.set_ms(now_ms)
+            advance(now_ms)
+            for delay_ms in delays[step * per_step : (step + 1) * per_step]:
+                add(_Noop(delay_ms))
+        expired = before + len(delays) - timer.size
+        return len(delays) + expired
+
+    def insert_cancel() -> int:
+        add = timer.add
+        for step in range(steps):
+            batch = [_Noop(d) for d in delays[step * per_step : (step + 1) * per_step]]
+            for task in batch:
+                add(task)
+            for task in batch:
+                task.cancel()
+        return 2 * len(delays)
+
+    def insert_only() -> int:
+        add = timer.add
+        for delay_ms in delays:
+            add(_Noop(delay_ms))
+        return len(delays)
+
+    expire_rate = _timed(insert_expire)
+    cancel_rate = _timed(insert_cancel)
+    insert_rate = _timed(insert_only)
+    return _Rates(expire_rate, cancel_rate, insert_rate)
+
+
+def run(reporter: Reporter, full: bool = False) -> None:
+    inserts = MEASURED_INSERTS_FULL if full else MEASURED_INSERTS
+    wheel: dict[int, _Rates] = {}
+    heap: dict[int, _Rates] = {}
+    for pending in SIZES:
+        wheel[pending] = _measure(Timer, pending, inserts)
+        heap[pending] = _measure(HeapTimer, pending, inserts)
+        gc.collect()
+        w, h = wheel[pending], heap[pending]
+        reporter.report(
+            f"timer.insert_expire.n{pending}", w.insert_expire_ops_s, "ops/s",
+            h.insert_expire_ops_s, ">=1.0",
+        )
+        reporter.report(
+            f"timer.insert_cancel.n{pending}", w.insert_cancel_ops_s, "ops/s",
+            h.insert_cancel_ops_s, ">=1.0",
+        )
+    for field in ("insert_expire_ops_s", "insert_cancel_ops_s"):
+        name = field.removesuffix("_ops_s")
+        wheel_spread = _spread(wheel, field)
+        # Beside the heap's own max/min: the wheel's cost should grow no faster than the heap's.
+        reporter.report(
+            f"timer.{name}.flatness", wheel_spread, "x", _spread(heap, field), "<=1.0"
+        )
+        # Against the requirement: max/min ops/s across sizes at most 1.5.
+        reporter.report(f"timer.{name}.flatness_bound", wheel_spread, "x", 1.5, "<=1.0")
+    slowest_insert = min(r.insert_ops_s for r in wheel.values())
+    reporter.report(
+        "timer.insert.rate_min", slowest_insert, "inserts/s", INSERT_RATE_REQUIRED, ">=1.0"
+    )
+
+
+def _spread(rates: dict[int, _Rates], field: str) -> float:
+    values = [getattr(r, field) for r in rates.values()]
+    return max(values) / min(values)
