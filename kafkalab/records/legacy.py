@@ -82,6 +82,7 @@ def build_legacy(
     if not records:
         return b""
     compression = Compression(compression)
+    timestamp_type = TimestampType(timestamp_type)
     type_bit = TIMESTAMP_TYPE_MASK if (magic == 1 and timestamp_type is TimestampType.LOG_APPEND_TIME) else 0
     if compression is Compression.NONE:
         return b"".join(
