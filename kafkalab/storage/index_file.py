@@ -1,0 +1,229 @@
+"""The machinery shared by ``.index`` and ``.timeindex`` files (Kafka's ``AbstractIndex``).
+
+An index file is a flat array of fixed-size, big-endian entries with no header. A new index is
+*preallocated*: its file is extended to ``segment.index.bytes`` rounded down to a whole number
+of entries, so appends never grow the file; when the segment stops being the active one the
+file is trimmed to the entries actually written. After a crash an active index therefore ends
+in zero bytes, which is why recovery rebuilds it::
+
+    00000000000000000000.index, 10 MiB preallocated, 3 entries written:
+    [ 00000000 00000000 ][ 00000014 00000140 ][ 0000002b 000004c4 ][ 00 00 .. 00 ]  <- zeros
+      rel 0 -> pos 0       rel 20 -> pos 320    rel 43 -> pos 1220
+
+``max_entries`` is the file length divided by the entry size, exactly as Kafka derives it from
+its memory map, so a trimmed (inactive) index is full until :meth:`IndexFile.resize` grows it.
+
+Kafka maps the file into memory and binary-searches the mapped bytes. kafkalab writes entries
+to the file with ``os.pwrite`` and keeps the two columns in native-order numpy arrays beside
+it, because searching big-endian bytes would force a byte swap on every lookup; the file stays
+the only thing that is read back on reopen. An index is 8 or 12 bytes per
+``index.interval.bytes`` (4 KiB) of log, so the arrays are small.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from kafkalab.errors import CorruptIndexError, StorageError
+from kafkalab.storage import index_search
+
+# Kafka sizes indexes with an int (segment.index.bytes is an INT config): no file can be larger.
+INDEX_FILE_BYTES_MAX = 2**31 - 1
+# Entries are read back in one pread; partial reads are retried at most this many times.
+READ_RETRIES_MAX = 16
+INITIAL_CAPACITY = 64
+
+
+def read_exact(fd: int, size_bytes: int, position: int) -> bytes:
+    """Read ``size_bytes`` at ``position`` or fewer if the file ends first; never loops forever."""
+    chunks: list[bytes] = []
+    remaining = size_bytes
+    for _ in range(READ_RETRIES_MAX):
+        if remaining <= 0:
+            break
+        chunk = os.pread(fd, remaining, position + size_bytes - remaining)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+class IndexFile:
+    """One index file with a key column and a value column. Not thread-safe; owned by a segment.
+
+    Subclasses define ``ENTRY_SIZE``, ``DTYPE`` (the on-disk numpy record layout) and how a
+    (key, value) pair is meant; this class owns the file, preallocation, trimming, the
+    in-memory columns and the warm-section search.
+    """
+
+    ENTRY_SIZE: ClassVar[int]
+    DTYPE: ClassVar[np.dtype]
+    KIND: ClassVar[str]
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.path = Path(path)
+        self.base_offset = base_offset
+        self.max_index_bytes = max_index_bytes
+        newly_created = not self.path.exists()
+        try:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot open {self.KIND} {self.path}: {exc}") from exc
+        if newly_created:
+            os.ftruncate(self._fd, self._round_down(max_index_bytes))
+        self._length_bytes = os.fstat(self._fd).st_size
+        self.invalid_bytes = self._length_bytes % self.ENTRY_SIZE
+        self._keys = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
+        self._values = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
+        self._count = 0
+        if not newly_created:
+            self._load()
+
+    # -- sizes -------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return self._count
+
+    @property
+    def max_entries(self) -> int:
+        return self._length_bytes // self.ENTRY_SIZE
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of valid entries (the file may be longer while preallocated)."""
+        return self._count * self.ENTRY_SIZE
+
+    @property
+    def file_length_bytes(self) -> int:
+        return self._length_bytes
+
+    def is_full(self) -> bool:
+        return self._count >= self.max_entries
+
+    def _round_down(self, size_bytes: int) -> int:
+        return size_bytes - size_bytes % self.ENTRY_SIZE
+
+    # -- file <-> columns ---------------------------------------------------------------------
+
+    def _load(self) -> None:
+        if self._length_bytes > INDEX_FILE_BYTES_MAX:
+            raise CorruptIndexError(
+                f"{self.KIND} {self.path} is {self._length_bytes} bytes, above the "
+                f"{INDEX_FILE_BYTES_MAX}-byte limit of an index file"
+            )
+        count = self._length_bytes // self.ENTRY_SIZE
+        data = read_exact(self._fd, count * self.ENTRY_SIZE, 0)
+        count = len(data) // self.ENTRY_SIZE
+        table = np.frombuffer(data, dtype=self.DTYPE, count=count)
+        self._grow(max(count, INITIAL_CAPACITY))
+        self._keys[:count] = table["key"]
+        self._values[:count] = table["value"]
+        self._count = count
+
+    def _grow(self, capacity: int) -> None:
+        if capacity <= len(self._keys):
+            return
+        keys = np.zeros(capacity, dtype=np.int64)
+        values = np.zeros(capacity, dtype=np.int64)
+        keys[: self._count] = self._keys[: self._count]
+        values[: self._count] = self._values[: self._count]
+        self._keys, self._values = keys, values
+
+    def _append_entry(self, key: int, value: int, encoded: bytes) -> None:
+        # Callers check is_full first and raise a typed error; reaching here full is a bug.
+        assert self._count < self.max_entries, f"append to a full {self.KIND} {self.path}"
+        if self._count == len(self._keys):
+            self._grow(min(2 * self._count, max(self.max_entries, 1)))
+        os.pwrite(self._fd, encoded, self._count * self.ENTRY_SIZE)
+        self._keys[self._count] = key
+        self._values[self._count] = value
+        self._count += 1
+
+    def key_at(self, slot: int) -> int:
+        return int(self._keys[slot])
+
+    def value_at(self, slot: int) -> int:
+        return int(self._values[slot])
+
+    def floor_slot(self, target_key: int) -> int:
+        """The last slot with key <= ``target_key`` (-1 if none), Kafka's warm-section search."""
+        return index_search.floor_slot(self._keys, self._count, target_key, self.ENTRY_SIZE)
+
+    def floor_slot_traced(self, target_key: int, on_probe: index_search.ProbeCallback) -> int:
+        """The same search, slot by slot, reporting each probe (used when someone listens)."""
+        return index_search.floor_slot_loop(
+            self.key_at, self._count, target_key, self.ENTRY_SIZE, on_probe
+        )
+
+    def raw_entries(self) -> list[tuple[int, int]]:
+        """Every (key, value) pair written so far, for dumps and tests."""
+        return list(zip(self._keys[: self._count].tolist(), self._values[: self._count].tolist()))
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def truncate_to_entries(self, count: int) -> None:
+        """Forget every entry from slot ``count`` on (the file keeps its length)."""
+        count = max(0, min(count, self._count))
+        tail = (self._count - count) * self.ENTRY_SIZE
+        if tail:
+            os.pwrite(self._fd, bytes(tail), count * self.ENTRY_SIZE)
+        self._count = count
+
+    def reset(self) -> None:
+        """Drop every entry and re-extend the file (recovery rebuilds the index from the log)."""
+        self.truncate_to_entries(0)
+        self.resize(self.max_index_bytes)
+
+    def resize(self, max_index_bytes: int) -> bool:
+        """Set the file length to ``max_index_bytes`` rounded down to whole entries (never
+        below the valid entries). Returns whether the length changed."""
+        new_length = max(self._round_down(max_index_bytes), self.size_bytes)
+        if new_length == self._length_bytes:
+            return False
+        os.ftruncate(self._fd, new_length)
+        self._length_bytes = new_length
+        self.invalid_bytes = 0
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        """Shrink the file to exactly the entries written (done on roll and on close)."""
+        self.resize(self.size_bytes)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename_to(self, new_path: Path) -> None:
+        os.replace(self.path, new_path)
+        self.path = Path(new_path)
+
+    def check_length(self) -> None:
+        """Kafka's length rule: the file must hold a whole number of entries."""
+        if self.invalid_bytes:
+            raise CorruptIndexError(
+                f"{self.KIND} file {self.path} is corrupt, found {self._length_bytes} bytes "
+                f"which is not a multiple of the entry size {self.ENTRY_SIZE}"
+            )
+
+    def check_sorted(self, column: np.ndarray, name: str, strict: bool) -> None:
+        """Entries must be ordered by ``column``; a zeroed or scrambled tail breaks this."""
+        if self._count < 2:
+            return
+        steps = np.diff(column[: self._count])
+        bad = np.flatnonzero(steps <= 0 if strict else steps < 0)
+        if bad.size:
+            slot = int(bad[0]) + 1
+            raise CorruptIndexError(
+                f"{self.KIND} file {self.path} is corrupt: {name} at slot {slot} "
+                f"({int(column[slot])}) does not follow slot {slot - 1} ({int(column[slot - 1])})"
+            )

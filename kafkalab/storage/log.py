@@ -1,0 +1,494 @@
+"""One partition's log: a directory of segments with absolute offsets (Kafka's ``UnifiedLog``).
+
+The log speaks the vocabulary of the partition -- log start offset, log end offset (LEO), high
+watermark, recovery point -- and translates to segments, which speak positions and relative
+offsets. Segments are kept sorted by base offset; finding the segment that holds an offset is
+a floor search (Kafka uses a skip-list map, kafkalab ``bisect`` over the sorted base offsets)::
+
+    orders-0/
+      00000000000000000000.log  .index  .timeindex     offsets   0..41   (read-only)
+      00000000000000000042.log  .index  .timeindex     offsets  42..97   (read-only)
+      00000000000000000098.log  .index  .timeindex     offsets  98..     (active)
+      leader-epoch-checkpoint   partition.metadata
+
+    log start offset = 0 <= high watermark <= log end offset = 131
+                              recovery point: everything below it is fsynced
+
+Worked example -- finding offset 60: ``bisect`` over [0, 42, 98] picks segment 42; its
+offset index gives the last entry at or below 60, say (57, 2048); the scan from byte 2048
+reads batch headers until one ends at or after offset 60. With listeners attached, each of
+those steps is reported as a :class:`~kafkalab.storage.events.LookupStep`.
+
+Appends go to the active segment, which is rolled first when one of Kafka's four conditions
+holds (see :meth:`LogSegment.should_roll`). ``flush.messages`` and ``flush.ms`` decide when
+appended data is fsynced; the recovery point then moves up, and on the next unclean start
+only the segments from the recovery point on are validated (:mod:`kafkalab.storage.recovery`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import random
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from kafkalab.clock import Clock
+from kafkalab.errors import InvalidRecordError, OffsetOutOfRangeError, StorageError
+from kafkalab.records.header import BatchHeader
+from kafkalab.storage import events as ev
+from kafkalab.storage import log_append
+from kafkalab.storage.leader_epoch import LeaderEpochCache
+from kafkalab.storage.log_append import LogAppendInfo
+from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
+
+EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
+LATEST_TIMESTAMP = -1  # ListOffsetsRequest.LATEST_TIMESTAMP
+MAX_TIMESTAMP = -3  # ListOffsetsRequest.MAX_TIMESTAMP (KIP-734)
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+class Scheduler(Protocol):
+    """Runs ``fn`` after ``delay_ms`` (kafkalab.timer's scheduler, or a test double)."""
+
+    def schedule(self, delay_ms: int, fn: Callable[[], None]) -> object: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    """ListOffsets' answer: a timestamp, the offset found, and that batch's leader epoch."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """The result of a read: whole batches as file slices a server can ``sendfile``."""
+
+    fetch_offset: int
+    slices: tuple[FileSlice, ...] = field(default_factory=tuple)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self.slices)
+
+    def read_bytes(self) -> bytes:
+        return b"".join(s.read_bytes() for s in self.slices)
+
+
+def parse_partition_dir(directory: Path) -> tuple[str, int]:
+    """``orders-3`` -> ("orders", 3), as Kafka names partition directories."""
+    match = _PARTITION_DIR.match(Path(directory).name)
+    if match is None:
+        raise StorageError(f"{directory} is not named <topic>-<partition>")
+    return match["topic"], int(match["partition"])
+
+
+class Log:
+    """A partition's log. Not thread-safe; owned by one partition (the broker serializes)."""
+
+    def __init__(
+        self, directory: Path, config: LogConfig, clock: Clock, segments: list[LogSegment], *,
+        next_offset: int, log_start_offset: int, recovery_point: int,
+        leader_epoch_cache: LeaderEpochCache, listeners: list[ev.Listener],
+        scheduler: Scheduler | None, rng: random.Random,
+    ) -> None:
+        self.directory = Path(directory)
+        self.topic, self.partition = parse_partition_dir(self.directory)
+        self.config = config
+        self.clock = clock
+        self.scheduler = scheduler
+        self.rng = rng
+        self.leader_epoch_cache = leader_epoch_cache
+        self._listeners = listeners
+        self._segments = segments
+        self._base_offsets = [s.base_offset for s in segments]
+        self._next_offset = next_offset
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.high_watermark = min(max(recovery_point, log_start_offset), next_offset)
+        self.auto_advance_high_watermark = True  # a single replica: HW follows the LEO
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock.milliseconds()
+        self.closed = False
+
+    @classmethod
+    def open(
+        cls, directory: Path, config: LogConfig, clock: Clock, *, recovery_point: int = 0,
+        log_start_offset: int | None = None, scheduler: Scheduler | None = None,
+        had_clean_shutdown: bool = False, rng: random.Random | None = None,
+    ) -> Log:
+        """Open (creating if needed) and recover the log in ``directory``."""
+        from kafkalab.storage.recovery import load_log  # recovery builds on this module
+
+        return load_log(
+            Path(directory), config, clock, recovery_point=recovery_point,
+            log_start_offset=log_start_offset, scheduler=scheduler,
+            had_clean_shutdown=had_clean_shutdown, rng=rng or random.Random(0),
+        )
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self._segments)
+
+    def subscribe(self, listener: ev.Listener) -> Callable[[], None]:
+        """Receive every event; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
+        """A fresh segment with this log's settings (the cleaner makes ``.cleaned`` ones)."""
+        jitter = 0
+        if self.config.segment_jitter_ms > 0:
+            jitter = self.rng.randrange(min(self.config.segment_jitter_ms, self.config.segment_ms))
+        return LogSegment(
+            self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes, roll_jitter_ms=jitter,
+            created_ms=self.clock.milliseconds(), suffix=suffix, listeners=self._listeners,
+        )
+
+    # -- appending ----------------------------------------------------------------------------
+
+    def append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> LogAppendInfo:
+        """Validate a producer's batches, assign offsets from the LEO, stamp the epoch, append."""
+        headers = log_append.analyze(records, max_message_bytes=self.config.max_message_bytes, as_leader=True)
+        log_append.check_segment_fit(len(records), self.config.segment_bytes)
+        buf = bytearray(records)
+        append_time_ms = self.clock.milliseconds() if self.config.log_append_time else None
+        headers = log_append.assign_offsets(buf, headers, self._next_offset, leader_epoch, append_time_ms)
+        info = log_append.summarize(
+            headers, append_time_ms if append_time_ms is not None else -1, self.log_start_offset
+        )
+        self._append(buf, headers, info)
+        self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        return info
+
+    def append_as_follower(self, records: bytes | bytearray) -> LogAppendInfo:
+        """Append batches whose offsets the leader already assigned (replication)."""
+        headers = log_append.analyze(records, max_message_bytes=2**31 - 1, as_leader=False)
+        if headers[0].base_offset < self._next_offset:
+            raise InvalidRecordError(
+                f"follower append starts at offset {headers[0].base_offset}, below the log end "
+                f"offset {self._next_offset} of {self.directory.name}"
+            )
+        info = log_append.summarize(headers, -1, self.log_start_offset)
+        self._append(records, headers, info)
+        for header in headers:
+            if header.magic >= 2:
+                self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        return info
+
+    def _append(self, data: bytes | bytearray, headers: list[BatchHeader], info: LogAppendInfo) -> None:
+        segment = self._maybe_roll(len(data), info)
+        segment.append(info.last_offset, info.max_timestamp, data, headers)
+        self._next_offset = info.last_offset + 1
+        if self.auto_advance_high_watermark:
+            self.high_watermark = self._next_offset
+        self._unflushed_messages += info.records_count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        else:
+            self.maybe_flush_by_time()
+
+    def _maybe_roll(self, size_bytes: int, info: LogAppendInfo) -> LogSegment:
+        segment = self._segments[-1]
+        reason = segment.should_roll(
+            segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
+            messages_size_bytes=size_bytes, max_timestamp=info.max_timestamp,
+            max_offset=info.last_offset, now_ms=self.clock.milliseconds(),
+        )
+        if reason is None:
+            return segment
+        return self.roll(reason, expected_next_offset=info.first_offset)
+
+    def roll(self, reason: str = "manual", expected_next_offset: int | None = None) -> LogSegment:
+        """Close the active segment for writes and start a new one at the LEO (or later)."""
+        new_offset = max(expected_next_offset or 0, self._next_offset)
+        active = self._segments[-1]
+        if active.base_offset == new_offset and active.size_bytes == 0:
+            return active  # an empty active segment already starts here
+        if new_offset <= active.base_offset:
+            raise StorageError(
+                f"cannot roll {self.directory.name} to offset {new_offset}: the active segment "
+                f"already starts at {active.base_offset}"
+            )
+        active.on_become_inactive()
+        segment = self.new_segment(new_offset)
+        self._segments.append(segment)
+        self._base_offsets.append(new_offset)
+        if self._listeners:
+            ev.emit(self._listeners, ev.SegmentRolled(reason, new_offset, active.base_offset, active.size_bytes))
+        return segment
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def floor_segment(self, offset: int) -> LogSegment | None:
+        slot = bisect.bisect_right(self._base_offsets, offset) - 1
+        return self._segments[slot] if slot >= 0 else None
+
+    def _check_offset(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self._next_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self.log_start_offset}, {self._next_offset}] "
+                f"(log start offset, log end offset) of {self.directory.name}"
+            )
+
+    def lookup(self, offset: int) -> tuple[LogSegment, EntryPosition] | None:
+        """The segment and batch holding ``offset`` (or the first batch after it)."""
+        self._check_offset(offset)
+        slot = bisect.bisect_right(self._base_offsets, offset) - 1
+        traced = bool(self._listeners)
+        for segment in self._segments[max(slot, 0):]:
+            if traced:
+                ev.emit(self._listeners, ev.LookupStep("segment", offset, segment.base_offset))
+                entry = segment.translate_offset_traced(offset)
+            else:
+                entry = segment.translate_offset(offset)
+            if entry is not None:
+                return segment, entry
+        return None
+
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+    ) -> FetchDataInfo:
+        """Batch-aligned slices from the batch holding ``offset``: at most ``max_bytes`` (or
+        one whole batch when ``min_one_message``), excluding batches reaching ``max_offset``
+        (pass the high watermark for consumers)."""
+        self._check_offset(offset)
+        found = self.lookup(offset)
+        if found is None:
+            return FetchDataInfo(offset)
+        segment, entry = found
+        file_slice = segment.read(offset, max_bytes, max_offset, min_one_message, start=entry)
+        if file_slice is None or file_slice.size_bytes == 0:
+            return FetchDataInfo(offset)
+        return FetchDataInfo(offset, (file_slice,))
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
+        """ListOffsets: the first offset whose batch max timestamp is >= ``timestamp_ms``,
+        with -2 (earliest), -1 (latest) and -3 (max timestamp) handled as Kafka does."""
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self.log_start_offset, self._epoch_for(self.log_start_offset))
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self._next_offset, self.leader_epoch_cache.latest_epoch)
+        if timestamp_ms == MAX_TIMESTAMP:
+            best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+            return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
+        for segment in self._segments:
+            if segment.max_timestamp_so_far >= timestamp_ms:
+                entry = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+                if entry is not None:
+                    offset = max(entry.base_offset, self.log_start_offset)
+                    return TimestampAndOffset(entry.max_timestamp, offset, self._epoch_for(offset))
+        return None
+
+    def _epoch_for(self, offset: int) -> int | None:
+        epoch = None
+        for known, start in self.leader_epoch_cache.entries:
+            if start <= offset:
+                epoch = known
+        return epoch
+
+    # -- high watermark -----------------------------------------------------------------------
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the HW, clamped to [log start offset, LEO]; returns the value set."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self._next_offset)
+        return self.high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Move the HW forward only (the leader's rule); returns whether it moved."""
+        if offset <= self.high_watermark:
+            return False
+        self.update_high_watermark(offset)
+        return True
+
+    # -- durability ---------------------------------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync every segment holding offsets below ``up_to_offset`` (default: the LEO) and
+        move the recovery point there."""
+        target = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
+        if target <= self.recovery_point:
+            return
+        for segment in self._segments:
+            following = self._next_base_after(segment)
+            if following is not None and following <= self.recovery_point:
+                continue  # wholly below the recovery point: already durable
+            if segment.base_offset >= target:
+                break
+            segment.flush()
+        self.recovery_point = target
+        if target >= self._next_offset:
+            self._unflushed_messages = 0
+        self._last_flush_ms = self.clock.milliseconds()
+        self.leader_epoch_cache.write()
+        if self._listeners:
+            ev.emit(self._listeners, ev.Flushed(target))
+
+    def maybe_flush_by_time(self) -> None:
+        """Apply ``flush.ms``: flush when that long has passed since the last flush."""
+        if self.clock.milliseconds() - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+
+    def _next_base_after(self, segment: LogSegment) -> int | None:
+        slot = bisect.bisect_right(self._base_offsets, segment.base_offset)
+        return self._base_offsets[slot] if slot < len(self._base_offsets) else None
+
+    def close(self) -> None:
+        """Flush nothing extra; write the final index entries, trim and release every file."""
+        if self.closed:
+            return
+        self.leader_epoch_cache.write()
+        for segment in self._segments:
+            segment.close()
+        self.closed = True
+
+    # -- truncation and log start -------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every offset >= ``offset`` (a follower diverged from its leader)."""
+        if offset < 0:
+            raise InvalidRecordError(f"cannot truncate {self.directory.name} to negative offset {offset}")
+        if offset >= self._next_offset:
+            return False
+        old_end = self._next_offset
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        doomed = [s for s in self._segments if s.base_offset > offset]
+        if doomed:
+            self._remove_segments(doomed, "truncation", asynchronous=True)
+        self._segments[-1].truncate_to(offset)
+        self._segments[-1].resize_indexes(self.config.segment_index_bytes)
+        self._after_truncation(offset)
+        if self._listeners:
+            ev.emit(self._listeners, ev.Truncated(old_end, offset, fully=False))
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start empty at ``offset`` (a replica far behind)."""
+        old_end = self._next_offset
+        self._remove_segments(list(self._segments), "truncation", asynchronous=True, keep_one=False)
+        fresh = self.new_segment(offset)
+        self._segments, self._base_offsets = [fresh], [offset]
+        self.leader_epoch_cache.clear()
+        self._after_truncation(offset)
+        self.log_start_offset = offset
+        self.recovery_point = offset
+        if self._listeners:
+            ev.emit(self._listeners, ev.Truncated(old_end, offset, fully=True))
+
+    def _after_truncation(self, offset: int) -> None:
+        self._next_offset = offset
+        self.leader_epoch_cache.truncate_from_end(offset)
+        self.recovery_point = min(self.recovery_point, offset)
+        self.high_watermark = min(self.high_watermark, offset)
+        self.log_start_offset = min(self.log_start_offset, offset)
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords: move the log start offset up (never past the high watermark)."""
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot move the log start offset of {self.directory.name} to {offset}, past "
+                f"the high watermark {self.high_watermark}"
+            )
+        if offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        return True
+
+    # -- deleting and replacing segments ------------------------------------------------------
+
+    def delete_segments(self, segments: Iterable[LogSegment], reason: str) -> int:
+        """Remove segments Kafka's way: out of the map, renamed ``.deleted``, files deleted
+        after ``file.delete.delay.ms``. Deleting the active segment rolls a new one first.
+        Returns how many were deleted."""
+        active = self._segments[-1]
+        doomed = [s for s in segments if s in self._segments and not (s is active and s.size_bytes == 0)]
+        if not doomed:
+            return 0
+        if self._segments[-1] in doomed:
+            self.roll(f"deleting the active segment ({reason})")
+        self._remove_segments(doomed, reason, asynchronous=True)
+        first_base = self._segments[0].base_offset
+        if first_base > self.log_start_offset:
+            self.log_start_offset = first_base
+            self.leader_epoch_cache.truncate_from_start(first_base)
+        return len(doomed)
+
+    def _remove_segments(
+        self, doomed: list[LogSegment], reason: str, *, asynchronous: bool, keep_one: bool = True
+    ) -> None:
+        ids = {id(s) for s in doomed}
+        kept = [s for s in self._segments if id(s) not in ids]
+        assert kept or not keep_one, "a log must keep at least one segment"
+        self._segments = kept
+        self._base_offsets = [s.base_offset for s in kept]
+        for segment in doomed:
+            segment.close_handlers()
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+        self._delete_files_later(doomed)
+        if self._listeners:
+            ev.emit(self._listeners, ev.SegmentsDeleted(reason, tuple(s.base_offset for s in doomed)))
+
+    def _delete_files_later(self, segments: list[LogSegment]) -> None:
+        def delete() -> None:
+            for segment in segments:
+                for path in segment.all_paths():
+                    path.unlink(missing_ok=True)
+        if self.scheduler is None:
+            delete()
+        else:
+            self.scheduler.schedule(self.config.file_delete_delay_ms, delete)
+
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Swap in cleaned segments (Kafka's ``replaceSegments``), crash-safe at every step.
+
+        ``new_segments`` were written with the ``.cleaned`` suffix. They are renamed to
+        ``.swap`` (from here a restart completes the swap), put into the segment map, the old
+        segments are renamed ``.deleted`` and scheduled for deletion, and finally the ``.swap``
+        suffix is dropped.
+        """
+        new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
+        for segment in reversed(new_sorted):
+            segment.flush()
+            segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        new_bases = {s.base_offset for s in new_sorted}
+        old_ids = {id(s) for s in old_segments}
+        kept = [s for s in self._segments if id(s) not in old_ids and s.base_offset not in new_bases]
+        self._segments = sorted(kept + new_sorted, key=lambda s: s.base_offset)
+        self._base_offsets = [s.base_offset for s in self._segments]
+        for segment in old_segments:
+            segment.close_handlers()
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+        self._delete_files_later(list(old_segments))
+        for segment in new_sorted:
+            segment.listeners = self._listeners
+            segment.change_file_suffixes(SWAP_SUFFIX, "")
+        if self._listeners:
+            ev.emit(self._listeners, ev.SegmentsDeleted("replaced", tuple(s.base_offset for s in old_segments)))

@@ -1,0 +1,185 @@
+"""Validating a produce request's batches and assigning their offsets (Kafka's ``LogValidator``).
+
+A producer sends complete v2 batches with ``baseOffset`` 0; the leader decides where they go.
+Because the v2 CRC covers only bytes ``[21, end)`` -- attributes onwards -- the leader can write
+``baseOffset`` (bytes 0-7) and ``partitionLeaderEpoch`` (bytes 12-15) in place and the CRC the
+producer computed stays valid: the broker never recomputes it on the common path::
+
+    0        8      12       16   17    21
+    [baseOff][length][epoch ][m][crc ][attributes ... records]   CRC-32C over [21, end)
+     patched          patched                 covered by the CRC
+
+``LogAppendTime`` is the exception. Then the broker overwrites the timestamp-type bit in
+``attributes`` and ``maxTimestamp`` (bytes 35-42) with its own clock; both sit *inside* the
+CRC'd range, so the CRC must be recomputed for that batch.
+
+Worked example: the log end offset is 100 and a request holds two batches with
+``lastOffsetDelta`` 4 and 9. They become offsets 100..104 and 105..114; ``LogAppendInfo``
+reports ``first_offset=100, last_offset=114``.
+
+Checks, each raising a typed error with Kafka's code: entry framing and CRC
+(``CORRUPT_MESSAGE``), batch size over ``max.message.bytes`` (``MESSAGE_TOO_LARGE``), count and
+offset range disagreeing (``INVALID_RECORD``), magic 0/1 from a client
+(``UNSUPPORTED_FOR_MESSAGE_FORMAT``: Kafka 4 writes magic 2 only, KIP-724), and for follower
+appends offsets that do not increase (``INVALID_RECORD``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import crc32c
+
+from kafkalab.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    InvalidRecordError,
+    RecordTooLargeError,
+    UnsupportedForMessageFormatError,
+)
+from kafkalab.records.header import (
+    TIMESTAMP_TYPE_MASK,
+    V2_ATTRIBUTES_OFFSET,
+    V2_CRC_OFFSET,
+    BatchHeader,
+    iter_headers,
+    read_header,
+    verify_crc,
+)
+
+_BASE_AND_LENGTH_AND_EPOCH = struct.Struct(">qii")
+_ATTRIBUTES = struct.Struct(">h")
+_INT64 = struct.Struct(">q")
+_UINT32 = struct.Struct(">I")
+MAX_TIMESTAMP_OFFSET = 35
+NO_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append did (Kafka's ``LogAppendInfo``)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time_ms: int
+    log_start_offset: int
+    valid_bytes: int
+    records_count: int
+    batches_count: int
+
+
+def analyze(
+    records: bytes | bytearray | memoryview, *, max_message_bytes: int, as_leader: bool
+) -> list[BatchHeader]:
+    """Walk and check every entry; return their headers. Nothing is modified."""
+    walker = iter_headers(records, 0)
+    headers = list(walker)
+    if walker.remaining_bytes:
+        raise CorruptRecordError(
+            f"{walker.remaining_bytes} bytes after the last complete batch", position=walker.valid_end
+        )
+    if not headers:
+        raise InvalidRecordError("an append must carry at least one record batch")
+    previous_last = -1
+    for header in headers:
+        _check_batch(records, header, max_message_bytes, as_leader)
+        if not as_leader and header.base_offset <= previous_last:
+            raise InvalidRecordError(
+                f"out of order offsets: batch at byte {header.position} starts at "
+                f"{header.base_offset}, not after {previous_last}"
+            )
+        previous_last = header.last_offset
+    return headers
+
+
+def _check_batch(
+    records: bytes | bytearray | memoryview, header: BatchHeader, max_message_bytes: int, as_leader: bool
+) -> None:
+    if as_leader and header.magic != 2:
+        raise UnsupportedForMessageFormatError(
+            f"entry at byte {header.position} has magic {header.magic}; this log accepts only "
+            "magic 2 (record batch v2) from producers"
+        )
+    if header.size_bytes > max_message_bytes:
+        raise RecordTooLargeError(
+            f"batch at byte {header.position} is {header.size_bytes} bytes, larger than "
+            f"max.message.bytes={max_message_bytes}"
+        )
+    if not verify_crc(records, header):
+        raise CorruptRecordError(f"CRC mismatch in the batch (stored 0x{header.crc:08x})", position=header.position)
+    if header.magic == 2:
+        span = header.last_offset - header.base_offset + 1
+        if header.records_count <= 0 or (as_leader and span != header.records_count):
+            raise InvalidRecordError(
+                f"batch at byte {header.position} covers offsets [{header.base_offset}, "
+                f"{header.last_offset}] but reports {header.records_count} records"
+            )
+
+
+def check_segment_fit(size_bytes: int, segment_bytes: int) -> None:
+    """A whole append must fit in one empty segment (Kafka's ``RecordBatchTooLargeException``)."""
+    if size_bytes > segment_bytes:
+        raise RecordTooLargeError(
+            f"append of {size_bytes} bytes exceeds segment.bytes={segment_bytes}",
+            error_code=ErrorCode.RECORD_LIST_TOO_LARGE,
+        )
+
+
+def assign_offsets(
+    buf: bytearray, headers: list[BatchHeader], next_offset: int, leader_epoch: int,
+    log_append_time_ms: int | None,
+) -> list[BatchHeader]:
+    """Stamp base offsets and the leader epoch into ``buf`` in place; return the new headers."""
+    assigned = []
+    for header in headers:
+        base_offset = next_offset
+        size_field = header.size_bytes - 12
+        _BASE_AND_LENGTH_AND_EPOCH.pack_into(buf, header.position, base_offset, size_field, leader_epoch)
+        if log_append_time_ms is not None:
+            _stamp_log_append_time(buf, header, log_append_time_ms)
+        next_offset = base_offset + (header.last_offset - header.base_offset) + 1
+        assigned.append(read_header(buf, header.position) if log_append_time_ms is not None
+                        else _rebased(header, base_offset, leader_epoch))
+    return assigned
+
+
+def _stamp_log_append_time(buf: bytearray, header: BatchHeader, now_ms: int) -> None:
+    # Both fields are inside the CRC'd range [21, end): the CRC must be recomputed.
+    _ATTRIBUTES.pack_into(buf, header.position + V2_ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
+    _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_OFFSET, now_ms)
+    crc = crc32c.crc32c(memoryview(buf)[header.position + V2_ATTRIBUTES_OFFSET : header.end_position])
+    _UINT32.pack_into(buf, header.position + V2_CRC_OFFSET, crc)
+
+
+def _rebased(header: BatchHeader, base_offset: int, leader_epoch: int) -> BatchHeader:
+    delta = header.last_offset - header.base_offset
+    return BatchHeader(
+        header.position, base_offset, base_offset + delta, header.size_bytes, header.magic,
+        header.crc, header.attributes, leader_epoch, header.base_timestamp, header.max_timestamp,
+        header.producer_id, header.producer_epoch, header.base_sequence, header.records_count,
+    )
+
+
+def summarize(
+    headers: list[BatchHeader], log_append_time_ms: int, log_start_offset: int
+) -> LogAppendInfo:
+    max_ts, offset_of_max = NO_TIMESTAMP, headers[0].last_offset
+    records = 0
+    for header in headers:
+        if header.max_timestamp > max_ts:
+            max_ts, offset_of_max = header.max_timestamp, header.last_offset
+        records += max(header.records_count, 1)
+    return LogAppendInfo(
+        first_offset=headers[0].base_offset,
+        last_offset=headers[-1].last_offset,
+        max_timestamp=max_ts,
+        offset_of_max_timestamp=offset_of_max,
+        log_append_time_ms=log_append_time_ms,
+        log_start_offset=log_start_offset,
+        valid_bytes=headers[-1].end_position - headers[0].position,
+        records_count=records,
+        batches_count=len(headers),
+    )

@@ -1,0 +1,504 @@
+"""One log segment: a ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+
+Mirrors Kafka's ``LogSegment``. A segment is named by its *base offset*, the first offset it
+can hold, zero-padded to 20 digits; only the newest (active) segment of a log is written::
+
+    00000000000000000000.log        batches with offsets 0..41
+    00000000000000000000.index      sparse: relative offset -> byte position
+    00000000000000000000.timeindex  sparse: max timestamp so far -> relative offset
+    00000000000000000042.log        the active segment, base offset 42
+    ...
+
+Index rule (``LogSegment.append``): before adding a batch, if *more than*
+``index.interval.bytes`` were written since the last index entry, the batch's last offset and
+its starting position go into ``.index`` and the max timestamp so far into ``.timeindex``;
+then the batch's size is added to the running count. The first batch is therefore never
+indexed. Worked example, ``index.interval.bytes = 4096`` and single-record batches of 1780,
+160, 2790 and 500 bytes: the counts before each batch are 0, 1780, 1940 and 4730, so only the
+fourth batch (offset 3) is indexed, as ``offset 3 -> position 4730``.
+
+A lookup (``translate_offset``) asks the offset index for the last entry at or below the
+target and scans batch headers forward from that position to the first batch whose last
+offset reaches the target. Headers are read with ``os.pread`` and every step is bounded by the
+file size, so a corrupt length can never send a scan past the end.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalab.errors import CorruptRecordError, InvalidRecordError, StorageError
+from kafkalab.records.header import (
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    BatchHeader,
+    iter_headers,
+    verify_crc,
+)
+from kafkalab.storage import events as ev
+from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex, OffsetPosition
+from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kafkalab.storage.txn_index import TransactionIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+# Enough bytes to read any entry's offsets, size and max timestamp: v2 maxTimestamp ends at 43.
+PREFIX_BYTES = 43
+_PREFIX_V2 = struct.Struct(">qi4xb6xi8xq")  # baseOffset, size, magic, lastOffsetDelta, maxTimestamp
+_PREFIX_LEGACY = struct.Struct(">qi")
+_INT64 = struct.Struct(">q")
+# A segment file is addressed with int32 positions in the offset index.
+SEGMENT_FILE_BYTES_MAX = 2**31 - 1
+
+
+def file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPosition:
+    """Where one batch (or legacy entry) sits in a ``.log`` file."""
+
+    base_offset: int
+    last_offset: int
+    position: int
+    size_bytes: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """A byte range of a segment file that a server can ``sendfile`` as is."""
+
+    path: Path
+    position: int
+    size_bytes: int
+
+    def read_bytes(self) -> bytes:
+        with open(self.path, "rb") as file:
+            file.seek(self.position)
+            return file.read(self.size_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResult:
+    valid_bytes: int
+    truncated_bytes: int
+    reason: str
+    headers: tuple[BatchHeader, ...]
+
+
+class LogSegment:
+    """A segment's files and in-memory state. Not thread-safe; owned by one :class:`Log`.
+
+    ``listeners`` is the owning log's subscriber list (shared, not copied), tested before any
+    event is built.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_bytes: int,
+        roll_jitter_ms: int,
+        created_ms: int,
+        suffix: str = "",
+        listeners: list[ev.Listener] | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_jitter_ms = roll_jitter_ms
+        self.created_ms = created_ms
+        self.listeners: list[ev.Listener] = listeners if listeners is not None else []
+        self.log_path = self.directory / (file_name(base_offset, LOG_SUFFIX) + suffix)
+        try:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot open segment file {self.log_path}: {exc}") from exc
+        self._size_bytes = os.fstat(self._fd).st_size
+        self.offset_index = OffsetIndex(
+            self.directory / (file_name(base_offset, INDEX_SUFFIX) + suffix), base_offset, max_index_bytes
+        )
+        self.time_index = TimeIndex(
+            self.directory / (file_name(base_offset, TIME_INDEX_SUFFIX) + suffix), base_offset, max_index_bytes
+        )
+        self.txn_index = TransactionIndex(
+            self.directory / (file_name(base_offset, TXN_INDEX_SUFFIX) + suffix), base_offset
+        )
+        self._bytes_since_last_index_entry = 0
+        # Loaded lazily (it may need a scan) unless the segment is new.
+        self._max_timestamp_and_offset: TimestampOffset | None = (
+            TimestampOffset(NO_TIMESTAMP, base_offset) if self._size_bytes == 0 else None
+        )
+        self.rolling_based_timestamp: int | None = None
+
+    # -- sizes and timestamps ----------------------------------------------------------------
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size_bytes
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        return self._max_timestamp().timestamp
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        return self._max_timestamp().offset
+
+    def _max_timestamp(self) -> TimestampOffset:
+        # Kafka's loadLargestTimestamp: start from the last time-index entry, then scan the
+        # batches after its offset-index position for anything larger.
+        if self._max_timestamp_and_offset is None:
+            last = self.time_index.last_entry()
+            best = last
+            start = self.offset_index.lookup(last.offset).position
+            for entry in self.entries_from(start):
+                if entry.max_timestamp > best.timestamp:
+                    best = TimestampOffset(entry.max_timestamp, entry.last_offset)
+            self._max_timestamp_and_offset = best
+        return self._max_timestamp_and_offset
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= RELATIVE_OFFSET_MAX
+
+    # -- appending ---------------------------------------------------------------------------
+
+    def append(
+        self, largest_offset: int, largest_timestamp: int, data: bytes | bytearray,
+        headers: list[BatchHeader],
+    ) -> None:
+        """Write already-validated batches (``headers`` describe ``data``) and index them."""
+        if not data:
+            return
+        if not self.can_convert_to_relative_offset(largest_offset):
+            raise InvalidRecordError(
+                f"offset {largest_offset} does not fit segment {self.log_path} "
+                f"(base offset {self.base_offset}, relative offsets up to {RELATIVE_OFFSET_MAX})"
+            )
+        position = self._size_bytes
+        if position + len(data) > SEGMENT_FILE_BYTES_MAX:
+            raise StorageError(f"append of {len(data)} bytes would pass 2 GiB in {self.log_path}")
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp
+        max_ts = self._max_timestamp()  # before writing: the lazy load must not see new batches
+        written = os.pwrite(self._fd, data, position)
+        if written != len(data):
+            raise StorageError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        self._size_bytes = position + written
+        for header in headers:
+            if header.max_timestamp > max_ts.timestamp:
+                max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
+                self._max_timestamp_and_offset = max_ts
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self._add_index_entries(header.last_offset, position, max_ts)
+            position += header.size_bytes
+            self._bytes_since_last_index_entry += header.size_bytes
+
+    def _add_index_entries(self, last_offset: int, position: int, max_ts: TimestampOffset) -> None:
+        self.offset_index.append(last_offset, position)
+        appended_time = self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+        self._bytes_since_last_index_entry = 0
+        if self.listeners:
+            ev.emit(self.listeners, ev.IndexEntryAppended("offset", self.base_offset, last_offset, position))
+            if appended_time:
+                ev.emit(
+                    self.listeners,
+                    ev.IndexEntryAppended("time", self.base_offset, max_ts.offset, max_ts.timestamp),
+                )
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def entry_at(self, position: int) -> EntryPosition | None:
+        """The entry starting at ``position``, or None at (or past) the end of the valid data."""
+        end = self._size_bytes
+        if end - position < MAGIC_OFFSET + 1:
+            return None
+        prefix = os.pread(self._fd, PREFIX_BYTES, position)
+        if len(prefix) < MAGIC_OFFSET + 1:
+            return None
+        magic = prefix[MAGIC_OFFSET]
+        if magic == 2 and len(prefix) == PREFIX_BYTES:
+            base_offset, size, _m, delta, max_ts = _PREFIX_V2.unpack(prefix)
+            last_offset = base_offset + delta
+        else:
+            last_offset, size = _PREFIX_LEGACY.unpack_from(prefix, 0)
+            base_offset = last_offset
+            max_ts = _INT64.unpack_from(prefix, 18)[0] if magic == 1 and len(prefix) >= 26 else NO_TIMESTAMP
+        size_bytes = LOG_OVERHEAD + size
+        if size < 0 or magic > 2 or position + size_bytes > end:
+            raise CorruptRecordError(
+                f"entry at byte {position} of {self.log_path} claims {size_bytes} bytes "
+                f"(magic {magic}) but the file ends at byte {end}",
+                position=position,
+            )
+        return EntryPosition(base_offset, last_offset, position, size_bytes, max_ts)
+
+    def entries_from(self, position: int):  # type: ignore[no-untyped-def]
+        """Yield every entry from ``position`` to the end of the segment."""
+        while True:
+            entry = self.entry_at(position)
+            if entry is None:
+                return
+            yield entry
+            position += entry.size_bytes
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> EntryPosition | None:
+        """The first entry whose last offset is >= ``offset`` (``LogSegment.translateOffset``)."""
+        mapping = self.offset_index.lookup(offset)
+        return self.scan_for_offset(offset, max(mapping.position, start_position))
+
+    def scan_for_offset(self, offset: int, position: int) -> EntryPosition | None:
+        # Each step moves forward by a positive entry size and stops at the file end: bounded.
+        entry = self.entry_at(position)
+        while entry is not None:
+            if entry.last_offset >= offset:
+                return entry
+            entry = self.entry_at(entry.position + entry.size_bytes)
+        return None
+
+    def translate_offset_traced(self, offset: int) -> EntryPosition | None:
+        """:meth:`translate_offset` that reports each index probe and the scan as events."""
+        def on_probe(slot: int, key: int, section: str) -> None:
+            ev.emit(self.listeners, ev.LookupStep(
+                "index_probe", offset, self.base_offset, slot=slot,
+                offset=self.base_offset + key, section=section,
+            ))
+        slot, mapping = self.offset_index.lookup_traced(offset, on_probe)
+        ev.emit(self.listeners, ev.LookupStep(
+            "index_result", offset, self.base_offset, slot=slot,
+            offset=mapping.offset, position=mapping.position,
+        ))
+        entry = self.scan_for_offset(offset, mapping.position)
+        scanned = (entry.position + entry.size_bytes if entry else self._size_bytes) - mapping.position
+        ev.emit(self.listeners, ev.LookupStep(
+            "scan", offset, self.base_offset, offset=entry.last_offset if entry else -1,
+            position=entry.position if entry else -1, bytes_scanned=scanned,
+        ))
+        return entry
+
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool,
+        start: EntryPosition | None = None,
+    ) -> FileSlice | None:
+        """Whole batches from the one holding ``start_offset``: at most ``max_bytes`` (but at
+        least one batch when ``min_one_message``), none holding an offset >= ``max_offset``."""
+        entry = start if start is not None else self.translate_offset(start_offset)
+        if entry is None:
+            return None
+        first_position = entry.position
+        end_position = first_position
+        while entry is not None:
+            if max_offset is not None and entry.last_offset >= max_offset:
+                break
+            size_so_far = end_position - first_position
+            if size_so_far + entry.size_bytes > max_bytes and not (min_one_message and size_so_far == 0):
+                break
+            end_position += entry.size_bytes
+            entry = self.entry_at(end_position)
+        return FileSlice(self.log_path, first_position, end_position - first_position)
+
+    def find_offset_by_timestamp(self, timestamp_ms: int, starting_offset: int) -> EntryPosition | None:
+        """The first batch at/after ``starting_offset`` whose max timestamp is >= the target
+        (``LogSegment.findOffsetByTimestamp``, at batch granularity)."""
+        ts_entry = self.time_index.lookup(timestamp_ms)
+        position = self.offset_index.lookup(max(ts_entry.offset, starting_offset)).position
+        for entry in self.entries_from(position):
+            if entry.max_timestamp >= timestamp_ms and entry.last_offset >= starting_offset:
+                return entry
+        return None
+
+    def read_next_offset(self) -> int:
+        """One past the last offset in this segment (base offset when empty)."""
+        last = self.offset_index.last_offset
+        position = self.offset_index.lookup(last).position
+        next_offset = self.base_offset
+        for entry in self.entries_from(position):
+            next_offset = entry.last_offset + 1
+        return max(next_offset, self.base_offset)
+
+    # -- rolling -----------------------------------------------------------------------------
+
+    def time_waited_for_roll_ms(self, now_ms: int, batch_max_timestamp: int) -> int:
+        """Kafka's ``timeWaitedForRoll``: measured from the first batch's max timestamp when
+        there is one (so replaying old data rolls by its own timestamps), else from when the
+        segment was created."""
+        if self.rolling_based_timestamp is None and self._size_bytes > 0:
+            first = self.entry_at(0)
+            self.rolling_based_timestamp = first.max_timestamp if first else None
+        if self.rolling_based_timestamp is not None and self.rolling_based_timestamp >= 0:
+            return batch_max_timestamp - self.rolling_based_timestamp
+        return now_ms - self.created_ms
+
+    def should_roll(
+        self, *, segment_bytes: int, segment_ms: int, messages_size_bytes: int,
+        max_timestamp: int, max_offset: int, now_ms: int,
+    ) -> str | None:
+        """Which of Kafka's four roll conditions holds, as a reason string, or None."""
+        if self._size_bytes > segment_bytes - messages_size_bytes:
+            return "segment.bytes"
+        waited_ms = self.time_waited_for_roll_ms(now_ms, max_timestamp)
+        if self._size_bytes > 0 and waited_ms > segment_ms - self.roll_jitter_ms:
+            return "segment.ms"
+        if self.offset_index.is_full():
+            return "offset index full"
+        if self.time_index.is_full():
+            return "time index full"
+        if not self.can_convert_to_relative_offset(max_offset):
+            return "relative offset overflow"
+        return None
+
+    def on_become_inactive(self) -> None:
+        """Called on roll: write the final time-index entry and trim both indexes."""
+        max_ts = self._max_timestamp()
+        if max_ts.timestamp > NO_TIMESTAMP:
+            self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def resize_indexes(self, max_index_bytes: int) -> None:
+        self.offset_index.resize(max_index_bytes)
+        self.time_index.resize(max_index_bytes)
+
+    # -- recovery and truncation -------------------------------------------------------------
+
+    def recover(self, max_batch_bytes: int) -> RecoveryResult:
+        """Validate every entry, rebuild the indexes, cut off a torn or corrupt tail.
+
+        Mirrors ``LogSegment.recover``: entries are checked in order (size, magic, CRC, offsets
+        increasing and relative to this segment); the first bad one and everything after it are
+        truncated, nothing before it is touched.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self._max_timestamp_and_offset = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        self._bytes_since_last_index_entry = 0
+        valid, reason, headers = self._validate_entries(max_batch_bytes)
+        for header in headers:
+            max_ts = self._max_timestamp_and_offset
+            if header.max_timestamp > max_ts.timestamp:
+                self._max_timestamp_and_offset = max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self._add_index_entries(header.last_offset, header.position, max_ts)
+            self._bytes_since_last_index_entry += header.size_bytes
+        next_offset = headers[-1].last_offset + 1 if headers else self.base_offset
+        self.txn_index.truncate_to(next_offset)
+        truncated = self._size_bytes - valid
+        if truncated > 0:
+            os.ftruncate(self._fd, valid)
+            self._size_bytes = valid
+        self.rolling_based_timestamp = headers[0].max_timestamp if headers else None
+        return RecoveryResult(valid, truncated, reason, tuple(headers))
+
+    def _validate_entries(self, max_batch_bytes: int) -> tuple[int, str, list[BatchHeader]]:
+        if self._size_bytes == 0:
+            return 0, "", []
+        headers: list[BatchHeader] = []
+        with mmap.mmap(self._fd, self._size_bytes, access=mmap.ACCESS_READ) as view:
+            walker = iter_headers(view, 0, max_batch_bytes=max_batch_bytes)
+            reason = ""
+            previous_last = self.base_offset - 1
+            try:
+                for header in walker:
+                    problem = self._check_recovered(view, header, previous_last)
+                    if problem:
+                        return header.position, problem, headers
+                    headers.append(header)
+                    previous_last = header.last_offset
+            except CorruptRecordError as exc:
+                return exc.position, exc.reason, headers
+            if walker.remaining_bytes:
+                reason = f"{walker.remaining_bytes} bytes of a partial entry at the end"
+            return walker.valid_end, reason, headers
+
+    def _check_recovered(self, view: mmap.mmap, header: BatchHeader, previous_last: int) -> str:
+        if not verify_crc(view, header):
+            return f"CRC mismatch in the entry at byte {header.position}"
+        if header.last_offset <= previous_last:
+            return f"offset {header.last_offset} at byte {header.position} does not follow {previous_last}"
+        if not self.can_convert_to_relative_offset(header.last_offset):
+            return f"offset {header.last_offset} does not fit base offset {self.base_offset}"
+        return ""
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch holding offsets >= ``offset``; returns the bytes removed."""
+        entry = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        removed = 0
+        if entry is not None:
+            removed = self._size_bytes - entry.position
+            os.ftruncate(self._fd, entry.position)
+            self._size_bytes = entry.position
+        if self._size_bytes == 0:
+            self.rolling_based_timestamp = None
+        self._bytes_since_last_index_entry = 0
+        self._max_timestamp_and_offset = None
+        return removed
+
+    # -- files -------------------------------------------------------------------------------
+
+    def sanity_check(self) -> None:
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+        self.txn_index.sanity_check()
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.txn_index.flush()
+
+    def close(self) -> None:
+        """Write the final time-index entry, trim the indexes and release the files."""
+        if self._fd < 0:
+            return
+        self.on_become_inactive()
+        self.close_handlers()
+
+    def close_handlers(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+
+    def all_paths(self) -> list[Path]:
+        return [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename every file of the segment, e.g. ``.cleaned`` -> ``.swap`` (missing ones skipped)."""
+        def renamed(path: Path) -> Path:
+            name = path.name[: len(path.name) - len(old_suffix)] if old_suffix else path.name
+            return path.with_name(name + new_suffix)
+        new_log = renamed(self.log_path)
+        if self.log_path.exists():
+            os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            target = renamed(index.path)
+            if index.path.exists():
+                index.rename_to(target)
+            else:
+                index.path = target
+
+    def delete_files(self) -> None:
+        self.close_handlers()
+        for path in self.all_paths():
+            path.unlink(missing_ok=True)
