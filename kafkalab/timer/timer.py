@@ -204,6 +204,23 @@ class Timer:
         """Buckets currently in the delay queue (never more than wheel_size per level)."""
         return len(self._queue)
 
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the wheels are inconsistent (for tests and fault campaigns).
+
+        Every pending task sits in the bucket its expiration maps to at its level, within one
+        interval of that wheel's hand; every non-empty bucket is queued exactly once, at its
+        expiration; ``size`` counts the tasks. Explicit checks, so ``python -O`` keeps them.
+        """
+        queued = {id(bucket): expiration for expiration, _, bucket in self._queue}
+        if len(queued) != len(self._queue):
+            raise AssertionError("a bucket is in the delay queue twice")
+        for wheel in self._wheel.levels():
+            for bucket in wheel.buckets:
+                if bucket.task_count and queued.get(id(bucket)) != bucket.expiration_ms:
+                    raise AssertionError(f"{bucket!r} holds tasks but is not queued")
+                for task in bucket.tasks():
+                    _check_placement(wheel, bucket, task)
+
     # -- trace events ------------------------------------------------------------------------
 
     def add_listener(self, listener: TimerListener) -> Callable[[], None]:
@@ -228,3 +245,13 @@ class Timer:
             f"levels={len(wheel.levels())}, current_time_ms={wheel.current_time_ms}, "
             f"size={self.size})"
         )
+
+
+def _check_placement(wheel: TimingWheel, bucket: TimerTaskList, task: TimerTask) -> None:
+    virtual_id = task.expiration_ms // wheel.tick_ms
+    if (
+        bucket.expiration_ms != virtual_id * wheel.tick_ms
+        or bucket.index != virtual_id % wheel.wheel_size
+        or task.expiration_ms >= wheel.current_time_ms + wheel.interval_ms
+    ):
+        raise AssertionError(f"{task!r} is misplaced in {bucket!r} of {wheel!r}")
