@@ -37,7 +37,8 @@ from __future__ import annotations
 import struct
 import uuid
 from dataclasses import dataclass
-from typing import BinaryIO, Union
+from pathlib import Path
+from typing import Union
 
 from kafkalab.errors import ProtocolError
 
@@ -58,37 +59,34 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @dataclass(frozen=True, slots=True)
 class FileSlice:
-    """``size_bytes`` bytes of an open segment file starting at ``position_bytes``.
+    """``size_bytes`` bytes of a segment file starting at ``position``, sent as is.
 
-    The file is owned by the storage layer; a FileSlice only borrows it until sent.
+    Same shape as the storage layer's slice (path, position, size_bytes), so a log read passes
+    straight through to the server, which opens the file and ``sendfile``s the range.
     """
 
-    file: BinaryIO
-    position_bytes: int
+    path: Path
+    position: int
     size_bytes: int
 
     def __post_init__(self) -> None:
-        if self.position_bytes < 0 or self.size_bytes < 0:
+        if self.position < 0 or self.size_bytes < 0:
             raise ValueError(
                 f"FileSlice needs position >= 0 and size >= 0, got "
-                f"position {self.position_bytes}, size {self.size_bytes}"
+                f"position {self.position}, size {self.size_bytes}"
             )
 
     def read_bytes(self) -> bytes:
-        """Copy the slice into memory (used where sendfile is not available, and in tests)."""
-        data = _pread(self.file, self.position_bytes, self.size_bytes)
+        """Copy the slice into memory (where sendfile is not available, and in tests)."""
+        with open(self.path, "rb") as file:
+            file.seek(self.position)
+            data = file.read(self.size_bytes)
         if len(data) != self.size_bytes:
             raise ProtocolError(
-                f"file slice at {self.position_bytes} wants {self.size_bytes} bytes, "
-                f"file gave {len(data)}"
+                f"file slice {self.path} at {self.position} wants {self.size_bytes} bytes, "
+                f"the file gave {len(data)}"
             )
         return data
-
-
-def _pread(file: BinaryIO, position_bytes: int, size_bytes: int) -> bytes:
-    import os
-
-    return os.pread(file.fileno(), size_bytes, position_bytes)
 
 
 Part = Union[bytes, FileSlice]

@@ -1,0 +1,107 @@
+"""Fetch: read whole batches up to the high watermark, waiting for ``min_bytes`` if asked.
+
+Size limits follow KIP-74: ``max_bytes`` bounds the response and ``partition_max_bytes`` each
+partition, but the first batch found is returned whole even when it is larger than either
+limit, so a consumer can always make progress. Reads stop at the high watermark (which is also
+the last stable offset: kafkalab has no transactions yet, so read_committed and
+read_uncommitted see the same records and ``aborted_transactions`` is empty).
+
+If the partitions together hold fewer than ``min_bytes`` and ``max_wait_ms`` > 0, the request
+is parked in the fetch purgatory (see :mod:`kafkalab.broker.delayed_fetch`) and answered when a
+produce brings enough bytes or the wait runs out. Fetch sessions (KIP-227) are not kept:
+``session_id`` 0 in every response tells clients to send full fetch requests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.broker.delayed_fetch import DelayedFetch
+from kafkalab.broker.request import PENDING, Request
+from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
+from kafkalab.protocol.types import FileSlice, RecordsParts
+
+if TYPE_CHECKING:
+    from kafkalab.broker.broker import Broker
+
+_R = FETCH_RESPONSE.cls
+_T = _R.FetchableTopicResponse
+_P = _T.PartitionData
+FETCH_API_KEY = 1
+
+
+def handle_fetch(broker: Broker, request: Request) -> Any:
+    body = request.body
+    response, size_bytes, had_error = read_partitions(broker, body)
+    enough = size_bytes >= body.min_bytes or had_error
+    if enough or body.max_wait_ms <= 0 or broker.fetch_purgatory.is_full():
+        return response
+    keys = frozenset((t.topic, p.partition) for t in body.topics for p in t.partitions)
+    broker.fetch_purgatory.park(
+        request.connection_id, request.header.api_version, request.header.correlation_id,
+        body, request.now_ms + body.max_wait_ms, keys,
+    )
+    return PENDING
+
+
+def read_partitions(broker: Broker, body: Any) -> tuple[Any, int, bool]:
+    """(response, record bytes found, whether any partition failed)."""
+    remaining_bytes = max(body.max_bytes, 0)
+    min_one_message = True
+    size_total = 0
+    had_error = False
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for wanted in topic.partitions:
+            limit = min(wanted.partition_max_bytes, remaining_bytes)
+            data, size_bytes = _read_one(broker, topic.topic, wanted, limit, min_one_message)
+            had_error = had_error or data.error_code != 0
+            if size_bytes:
+                min_one_message = False
+                remaining_bytes = max(remaining_bytes - size_bytes, 0)
+                size_total += size_bytes
+            partitions.append(data)
+        topics.append(_T(topic=topic.topic, partitions=tuple(partitions)))
+    return _R(error_code=0, session_id=0, responses=tuple(topics)), size_total, had_error
+
+
+def _read_one(broker: Broker, topic: str, wanted: Any, limit: int, min_one_message: bool) -> tuple[Any, int]:
+    log = broker.topics.log(topic, wanted.partition)
+    if log is None:
+        return _P(partition_index=wanted.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                  high_watermark=-1, records=None), 0
+    high_watermark = log.high_watermark
+    common = dict(
+        partition_index=wanted.partition, high_watermark=high_watermark,
+        last_stable_offset=high_watermark, log_start_offset=log.log_start_offset,
+    )
+    if wanted.fetch_offset > high_watermark or wanted.fetch_offset < log.log_start_offset:
+        return _P(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, records=None, **common), 0
+    if limit <= 0 and not min_one_message:
+        return _P(error_code=0, aborted_transactions=(), records=b"", **common), 0
+    try:
+        info = log.read(wanted.fetch_offset, max(limit, 1), max_offset=high_watermark,
+                        min_one_message=min_one_message)
+    except KafkaError as error:
+        return _P(error_code=error.error_code, records=None, **common), 0
+    slices = tuple(FileSlice(s.path, s.position, s.size_bytes) for s in info.slices)
+    size_bytes = sum(s.size_bytes for s in slices)
+    return _P(error_code=0, aborted_transactions=(), records=RecordsParts(slices), **common), size_bytes
+
+
+def on_partition_appended(broker: Broker, topic: str, partition: int) -> None:
+    """Complete the parked fetches on this partition that now have ``min_bytes``."""
+    for parked in broker.fetch_purgatory.watchers((topic, partition)):
+        response, size_bytes, had_error = read_partitions(broker, parked.request)
+        if size_bytes >= parked.request.min_bytes or had_error:
+            broker.fetch_purgatory.remove(parked.fetch_id)
+            broker.respond(parked.connection_id, FETCH_API_KEY, parked.api_version,
+                           parked.correlation_id, response)
+
+
+def complete_delayed_fetch(broker: Broker, parked: DelayedFetch) -> None:
+    """Answer a fetch whose wait ran out with whatever is there now."""
+    response, _, _ = read_partitions(broker, parked.request)
+    broker.respond(parked.connection_id, FETCH_API_KEY, parked.api_version, parked.correlation_id, response)

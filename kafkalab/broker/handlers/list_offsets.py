@@ -1,0 +1,52 @@
+"""ListOffsets: earliest (-2), latest (-1) or the first offset at or after a timestamp.
+
+"Latest" is the high watermark for consumers (the last stable offset under read_committed,
+which equals it while kafkalab has no transactions). A timestamp later than every record
+answers offset -1 and timestamp -1, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.broker.request import Request
+from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.protocol.messages.list_offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    LIST_OFFSETS_RESPONSE,
+)
+
+if TYPE_CHECKING:
+    from kafkalab.broker.broker import Broker
+
+_R = LIST_OFFSETS_RESPONSE.cls
+_T = _R.ListOffsetsTopicResponse
+_P = _T.ListOffsetsPartitionResponse
+
+
+def handle_list_offsets(broker: Broker, request: Request) -> Any:
+    topics = []
+    for topic in request.body.topics:
+        partitions = tuple(_one(broker, topic.name, p.partition_index, p.timestamp) for p in topic.partitions)
+        topics.append(_T(name=topic.name, partitions=partitions))
+    return _R(topics=tuple(topics))
+
+
+def _one(broker: Broker, topic: str, partition: int, timestamp_ms: int) -> Any:
+    log = broker.topics.log(topic, partition)
+    if log is None:
+        return _P(partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if timestamp_ms == EARLIEST_TIMESTAMP:
+        return _P(partition_index=partition, error_code=0, timestamp=-1, offset=log.log_start_offset, leader_epoch=0)
+    if timestamp_ms == LATEST_TIMESTAMP:
+        return _P(partition_index=partition, error_code=0, timestamp=-1, offset=log.high_watermark, leader_epoch=0)
+    try:
+        found = log.offset_for_timestamp(timestamp_ms)
+    except KafkaError as error:
+        return _P(partition_index=partition, error_code=error.error_code)
+    if found is None or found.offset >= log.high_watermark:
+        return _P(partition_index=partition, error_code=0, timestamp=-1, offset=-1)
+    epoch = found.leader_epoch if found.leader_epoch is not None else -1
+    return _P(partition_index=partition, error_code=0, timestamp=found.timestamp, offset=found.offset,
+              leader_epoch=epoch)

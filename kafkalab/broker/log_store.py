@@ -1,0 +1,88 @@
+"""The broker's view of storage: the few operations request handling needs from a log.
+
+The broker speaks topic-partitions and requests (STYLE rule 4); the storage layer speaks
+segments and offsets. These two protocols are the seam between them. The storage engine's
+``Log`` satisfies :class:`PartitionLog` as is; :class:`LogStore` is a thin directory of logs that
+:mod:`kafkalab.broker.storage_adapter` implements over ``kafkalab.storage``, and tests implement
+with small doubles.
+
+Invariant the broker relies on: ``log_start_offset <= high_watermark <= log_end_offset``, and a
+read never returns a batch at or past ``max_offset`` (the high watermark for consumers).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+
+class AppendInfo(Protocol):
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+
+
+class SliceLike(Protocol):
+    path: Any
+    position: int
+    size_bytes: int
+
+
+class ReadInfo(Protocol):
+    slices: Sequence[SliceLike]
+
+    @property
+    def size_bytes(self) -> int: ...
+
+
+class TimestampOffset(Protocol):
+    timestamp: int
+    offset: int
+    leader_epoch: int | None
+
+
+class PartitionLog(Protocol):
+    """One partition's log, as the broker uses it. Owned by the log store."""
+
+    log_start_offset: int
+    high_watermark: int
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> AppendInfo: ...
+
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> ReadInfo: ...
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None: ...
+
+
+class LogStore(Protocol):
+    """Every partition log of one broker. Not thread-safe; owned by the broker."""
+
+    def partitions(self) -> Iterable[tuple[str, int]]: ...
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None: ...
+
+    def create_log(
+        self, topic: str, partition: int, topic_id: uuid.UUID, properties: Mapping[str, str]
+    ) -> PartitionLog: ...
+
+    def delete_log(self, topic: str, partition: int) -> None: ...
+
+    def topic_id(self, topic: str, partition: int) -> uuid.UUID | None: ...
+
+    def reconfigure(self, topic: str, properties: Mapping[str, str]) -> None: ...
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Move the log start offset up to ``offset``; returns the new log start offset."""
+        ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,186 @@
+"""Broker request handling over real storage, cross-checked with kafka-python's record codec."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalab.errors import ConfigError, ErrorCode
+from kafkalab.broker.settings import BrokerSettings
+from kafkalab.protocol.framing import size_prefix
+from kafkalab.protocol.header import decode_response
+from kafkalab.protocol.versions import ADVERTISED
+from tests.broker._harness import Harness, batch, decode_records, records_of
+
+
+@pytest.fixture
+def harness(tmp_path):
+    h = Harness(tmp_path)
+    yield h
+
+
+def test_api_versions_lists_every_advertised_api(harness):
+    body = harness.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+    assert body.error_code == 0
+    assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == ADVERTISED
+    assert ADVERTISED[0][0] == 0  # Produce min 0 for librdkafka's compression check
+
+
+def test_api_versions_too_new_gets_the_kip_511_fallback(harness):
+    frame = (b"\x00\x12\x00\x09" + (5).to_bytes(4, "big") + b"\x00\x01x" + b"\x00")
+    harness.broker.handle(1, frame, 0)
+    [out] = harness.outgoing()
+    data = b"".join(out.parts)
+    _, body = decode_response(18, 0, data[4:])
+    assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, *ADVERTISED[18])]
+
+
+def test_unknown_api_key_and_unimplemented_version_close_the_connection(harness):
+    harness.broker.handle(1, b"\x00\x63\x00\x00\x00\x00\x00\x01\xff\xff", 0)
+    harness.broker.handle(2, b"\x00\x00\x00\x02\x00\x00\x00\x01\xff\xff", 0)  # Produce v2
+    outs = harness.outgoing()
+    assert [(o.connection_id, o.parts, o.close) for o in outs] == [(1, None, True), (2, None, True)]
+
+
+def test_malformed_body_closes_only_that_connection(harness):
+    harness.broker.handle(3, b"\x00\x03\x00\x04\x00\x00\x00\x01\xff\xff\x00\x00\x00\x05", 0)
+    [out] = harness.outgoing()
+    assert out.close and out.connection_id == 3 and "malformed" in out.reason
+    assert harness.call(3, 4, {"topics": None}).brokers[0].node_id == 0
+
+
+def test_metadata_auto_creates_with_num_partitions(tmp_path):
+    h = Harness(tmp_path, num_partitions=3)
+    body = h.call(3, 12, {"topics": [{"name": "orders"}], "allow_auto_topic_creation": True})
+    [topic] = body.topics
+    assert topic.error_code == 0 and len(topic.partitions) == 3
+    assert [p.leader_id for p in topic.partitions] == [0, 0, 0]
+    assert (tmp_path / "orders-2" / "partition.metadata").exists()
+    assert h.call(3, 4, {"topics": None}).topics[0].name == "orders"
+
+
+def test_metadata_respects_auto_create_disabled(tmp_path):
+    h = Harness(tmp_path, auto_create_topics_enable=False)
+    body = h.call(3, 4, {"topics": [{"name": "nope"}], "allow_auto_topic_creation": True})
+    assert body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    body = h.call(3, 1, {"topics": [{"name": "bad name"}]})
+    assert body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_invalid_topic_name_on_auto_create(harness):
+    body = harness.call(3, 4, {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True})
+    assert body.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+def test_advertised_listener_refuses_any_address():
+    with pytest.raises(ConfigError, match="0.0.0.0"):
+        BrokerSettings.from_properties({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"},
+                                       bound_host="127.0.0.1", bound_port=1)
+    settings = BrokerSettings.from_properties(
+        {"advertised.listeners": "PLAINTEXT://example.test:19092", "broker.id": "4"},
+        bound_host="127.0.0.1", bound_port=1)
+    assert (settings.host, settings.port, settings.node_id) == ("example.test", 19092, 4)
+
+
+def test_produce_then_fetch_round_trip_with_keys_and_headers(harness):
+    harness.create_topic("orders", 2)
+    first = harness.produce("orders", 1, batch([b"a", b"b", b"c"], headers=[("h", b"1")]))
+    assert (first.error_code, first.base_offset, first.log_start_offset) == (0, 0, 0)
+    second = harness.produce("orders", 1, batch([b"d"]), version=9)
+    assert second.base_offset == 3
+    for version in (4, 11, 12):
+        response = harness.call(1, version, harness.fetch_body("orders", 1, 0))
+        data = response.responses[0].partitions[0]
+        assert data.high_watermark == 4 and data.error_code == 0
+        got = decode_records(records_of(data))
+        assert [(o, v) for o, _, v, _ in got] == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"d")]
+        assert got[0][1] == b"k" and got[0][3] == [("h", b"1")]
+
+
+def test_fetch_from_the_middle_returns_whole_batches(harness):
+    harness.create_topic("t")
+    harness.produce("t", 0, batch([b"0", b"1", b"2"]))
+    harness.produce("t", 0, batch([b"3", b"4"]))
+    data = harness.call(1, 11, harness.fetch_body("t", 0, 4)).responses[0].partitions[0]
+    assert [o for o, *_ in decode_records(records_of(data))] == [3, 4]  # the batch holding 4
+
+
+def test_first_batch_is_returned_whole_even_over_the_limits(harness):
+    harness.create_topic("t")
+    harness.produce("t", 0, batch([b"x" * 500]))
+    harness.produce("t", 0, batch([b"y" * 500]))
+    body = harness.fetch_body("t", 0, 0, partition_max_bytes=10, max_bytes=10)
+    data = harness.call(1, 11, body).responses[0].partitions[0]
+    assert [o for o, *_ in decode_records(records_of(data))] == [0]
+
+
+def test_max_bytes_bounds_the_second_partition(harness):
+    harness.create_topic("t", 2)
+    one = batch([b"x" * 300])
+    harness.produce("t", 0, one)
+    harness.produce("t", 1, one)
+    body = harness.fetch_body("t", 0, 0, max_bytes=len(one) + 10)
+    body["topics"][0]["partitions"].append({"partition": 1, "fetch_offset": 0, "partition_max_bytes": 1 << 20})
+    parts = harness.call(1, 11, body).responses[0].partitions
+    assert len(decode_records(records_of(parts[0]))) == 1
+    assert records_of(parts[1]) == b""
+
+
+def test_fetch_errors(harness):
+    harness.create_topic("t")
+    harness.produce("t", 0, batch([b"a"]))
+    body = harness.fetch_body("t", 0, 5)
+    body["topics"].append({"topic": "missing", "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                              "partition_max_bytes": 100}]})
+    topics = harness.call(1, 11, body).responses
+    assert topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert topics[1].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_produce_errors(harness):
+    harness.create_topic("t")
+    bad_acks = harness.call(0, 7, {"acks": 2, "timeout_ms": 1, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": batch([b"a"])}]}]})
+    assert bad_acks.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_REQUIRED_ACKS
+    assert harness.produce("t", 5, batch([b"a"])).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    corrupt = bytearray(batch([b"abc"]))
+    corrupt[-1] ^= 0xFF
+    assert harness.produce("t", 0, bytes(corrupt)).error_code == ErrorCode.CORRUPT_MESSAGE
+    assert harness.produce("t", 0, b"").error_code == ErrorCode.INVALID_RECORD
+    zstd = batch([b"z" * 100], compression=4)
+    assert harness.produce("t", 0, zstd, version=3).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    assert harness.produce("t", 0, zstd, version=7).error_code == 0
+
+
+def test_message_too_large(tmp_path):
+    h = Harness(tmp_path)
+    h.create_topic("t", configs={"max.message.bytes": "200"})
+    assert h.produce("t", 0, batch([b"x" * 400])).error_code == ErrorCode.MESSAGE_TOO_LARGE
+
+
+def test_acks_zero_sends_nothing_and_closes_on_error(harness):
+    harness.create_topic("t")
+    [out] = harness.produce("t", 0, batch([b"a"]), acks=0)
+    assert out.parts is None and not out.close
+    [out] = harness.produce("t", 9, batch([b"a"]), acks=0)
+    assert out.close
+    data = harness.call(1, 11, harness.fetch_body("t", 0, 0)).responses[0].partitions[0]
+    assert len(decode_records(records_of(data))) == 1
+
+
+def test_produce_auto_creates_topic(harness):
+    assert harness.produce("fresh", 0, batch([b"a"])).error_code == 0
+    assert harness.broker.topics.get("fresh").partition_count == 1
+
+
+def test_fetch_response_carries_file_slices_for_sendfile(harness):
+    from kafkalab.protocol.types import FileSlice
+
+    harness.create_topic("t")
+    harness.produce("t", 0, batch([b"a"]))
+    harness.send(1, 11, harness.fetch_body("t", 0, 0))
+    [out] = harness.outgoing()
+    slices = [p for p in out.parts if isinstance(p, FileSlice)]
+    assert len(slices) == 1 and slices[0].path.name.endswith(".log")
+    assert int.from_bytes(out.parts[0], "big") == sum(
+        len(p) if isinstance(p, bytes) else p.size_bytes for p in out.parts[1:])
