@@ -161,14 +161,17 @@ class Log:
 
     def new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
         """A fresh segment with this log's settings (the cleaner makes ``.cleaned`` ones)."""
-        jitter = 0
-        if self.config.segment_jitter_ms > 0:
-            jitter = self.rng.randrange(min(self.config.segment_jitter_ms, self.config.segment_ms))
         return LogSegment(
             self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
-            max_index_bytes=self.config.segment_index_bytes, roll_jitter_ms=jitter,
+            max_index_bytes=self.config.segment_index_bytes, roll_jitter_ms=self.draw_jitter_ms(),
             created_ms=self.clock.milliseconds(), suffix=suffix, listeners=self._listeners,
         )
+
+    def draw_jitter_ms(self) -> int:
+        """A segment's roll jitter: uniform in [0, min(segment.jitter.ms, segment.ms))."""
+        if self.config.segment_jitter_ms <= 0:
+            return 0
+        return self.rng.randrange(min(self.config.segment_jitter_ms, self.config.segment_ms))
 
     # -- appending ----------------------------------------------------------------------------
 
@@ -379,14 +382,17 @@ class Log:
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return True
-        doomed = [s for s in self._segments if s.base_offset > offset]
+        # A batch that straddles ``offset`` goes as a whole: the new LEO is its base offset.
+        straddling = self.floor_segment(offset).translate_offset(offset)  # type: ignore[union-attr]
+        new_end = min(offset, straddling.base_offset) if straddling is not None else offset
+        doomed = [s for s in self._segments if s.base_offset > new_end]
         if doomed:
             self._remove_segments(doomed, "truncation", asynchronous=True)
-        self._segments[-1].truncate_to(offset)
+        self._segments[-1].truncate_to(new_end)
         self._segments[-1].resize_indexes(self.config.segment_index_bytes)
-        self._after_truncation(offset)
+        self._after_truncation(new_end)
         if self._listeners:
-            ev.emit(self._listeners, ev.Truncated(old_end, offset, fully=False))
+            ev.emit(self._listeners, ev.Truncated(old_end, new_end, fully=False))
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -185,11 +185,6 @@ def recover_segments(
     return segments
 
 
-def _drop_empty_tail(segments: list[LogSegment]) -> list[LogSegment]:
-    # A segment emptied by recovery after which nothing remains still counts as the active one.
-    return segments
-
-
 def load_log(
     directory: Path, config: LogConfig, clock: Clock, *, recovery_point: int,
     log_start_offset: int | None, scheduler: Scheduler | None, had_clean_shutdown: bool,
@@ -225,4 +220,5 @@ def load_log(
         scheduler=scheduler, rng=rng,
     )
     log.high_watermark = next_offset
+    log.active_segment.roll_jitter_ms = log.draw_jitter_ms()
     return log

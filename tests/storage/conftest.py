@@ -1,42 +1,18 @@
-"""Shared helpers for the storage tests: batches built by kafka-python (an independent codec)."""
+"""Fixtures for the storage tests; helpers live in ``storage_helpers`` (put on sys.path here
+because the suite runs with ``--import-mode=importlib``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kafkalab.clock import ManualClock
-from kafkalab.storage import Log, LogConfig
+sys.path.insert(0, str(Path(__file__).parent))
 
-BatchFactory = Callable[..., bytes]
-
-
-def build_batch(
-    count: int = 1, *, timestamp_ms: int = 1_000, value_bytes: int = 10, base_offset: int = 0,
-    compression: int = 0, value: bytes | None = None, timestamps: list[int] | None = None,
-) -> bytes:
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=compression, is_transactional=False, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 24,
-    )
-    for i in range(count):
-        ts = timestamps[i] if timestamps else timestamp_ms + i
-        builder.append(i, timestamp=ts, key=None, value=value if value is not None else b"v" * value_bytes, headers=[])
-    data = bytearray(builder.build())
-    data[0:8] = base_offset.to_bytes(8, "big")
-    return bytes(data)
-
-
-def batch_of_size(total_bytes: int, *, timestamp_ms: int = 1_000) -> bytes:
-    """A single-record batch of exactly ``total_bytes`` bytes (61-byte header + one record)."""
-    for value_bytes in range(max(0, total_bytes - 90), total_bytes):
-        data = build_batch(1, timestamp_ms=timestamp_ms, value_bytes=value_bytes)
-        if len(data) == total_bytes:
-            return data
-    raise ValueError(f"cannot build a batch of exactly {total_bytes} bytes")
+from kafkalab.clock import ManualClock  # noqa: E402
+from kafkalab.storage import Log, LogConfig  # noqa: E402
 
 
 @pytest.fixture
@@ -50,7 +26,7 @@ def log_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def open_log(log_dir: Path, clock: ManualClock) -> Callable[..., Log]:
+def open_log(log_dir: Path, clock: ManualClock) -> Iterator[Callable[..., Log]]:
     opened: list[Log] = []
 
     def opener(config: LogConfig | None = None, **kwargs: object) -> Log:
@@ -58,6 +34,6 @@ def open_log(log_dir: Path, clock: ManualClock) -> Callable[..., Log]:
         opened.append(log)
         return log
 
-    yield opener  # type: ignore[misc]
+    yield opener
     for log in opened:
         log.close()
