@@ -1,0 +1,191 @@
+"""Which log to clean, from where to where: Kafka's ``LogCleanerManager`` and ``LogCleaner``.
+
+Every compacted log has a *cleaner checkpoint*: the offset below which it is already clean,
+kept in the data directory's ``cleaner-offset-checkpoint`` (``topic partition offset``
+lines). From it and the log's state come two offsets (Kafka's ``cleanableOffsets``)::
+
+    first dirty       = checkpoint, or the log start offset if the checkpoint is missing,
+                        below the log start offset or past the log end offset
+    first uncleanable = min(high watermark -- the last stable offset once transactions land,
+                            the active segment's base offset,
+                            the first dirty segment with a record younger than
+                            min.compaction.lag.ms)
+
+and the *dirty ratio* = dirty bytes / (clean bytes + dirty bytes), where clean bytes are the
+segments below the first dirty offset and dirty bytes the segments between the two offsets.
+
+Worked example: segments 0 (600 bytes), 40 (400), 90 (500), 130 (500) and 170 (active);
+checkpoint 90. Clean bytes = 1000, dirty bytes = 1000, ratio 0.5. With the default
+``min.cleanable.dirty.ratio = 0.5`` the log is *not* cleanable yet (Kafka's test is strictly
+greater); one more 100-byte dirty segment makes it 0.52 and it is. A log whose oldest dirty
+record is older than ``max.compaction.lag.ms`` is cleanable whatever its ratio.
+
+:meth:`LogCleaner.clean_once` picks the filthiest cleanable log, cleans it and moves its
+checkpoint to the clean's end offset. No threads: a broker or a test calls it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kafkalab.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, read_offsets, write_offsets
+from kafkalab.storage.cleaner.cleaner import CleanableLog, Cleaner, CleanResult
+from kafkalab.storage.log_config import LONG_MAX
+from kafkalab.storage.retention import largest_timestamp_ms
+
+DEDUPE_BUFFER_BYTES_DEFAULT = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
+
+
+class ManagedLog(CleanableLog, Protocol):
+    """What the manager reads besides the cleanable surface (``Log`` has all of it)."""
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LogToClean:
+    """One log's cleanable range and how dirty it is (Kafka's ``LogToClean``)."""
+
+    log: ManagedLog
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    dirty_bytes: int
+    compaction_delay_ms: int  # > 0: max.compaction.lag.ms has passed for the oldest dirty record
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
+
+    @property
+    def cleanable(self) -> bool:
+        if self.compaction_delay_ms > 0 and self.dirty_bytes > 0:
+            return True
+        return self.dirty_ratio > self.log.config.min_cleanable_dirty_ratio
+
+
+def is_compacted(log: ManagedLog) -> bool:
+    return "compact" in {p.strip() for p in log.config.cleanup_policy.split(",")}
+
+
+def cleanable_offsets(log: ManagedLog, checkpoint: int | None, now_ms: int) -> tuple[int, int]:
+    """``(first dirty, first uncleanable)`` offsets, as described in the module docstring."""
+    segments = log.segments
+    if checkpoint is None or checkpoint < log.log_start_offset or checkpoint > log.log_end_offset:
+        first_dirty = log.log_start_offset
+    else:
+        first_dirty = checkpoint
+    candidates = [log.high_watermark, segments[-1].base_offset]
+    lag_ms = log.config.min_compaction_lag_ms
+    if lag_ms > 0:
+        for segment in segments[:-1]:
+            if segment.read_next_offset() <= first_dirty:
+                continue
+            if largest_timestamp_ms(segment) > now_ms - lag_ms:
+                candidates.append(segment.base_offset)
+                break
+    return first_dirty, max(first_dirty, min(candidates))
+
+
+def log_to_clean(log: ManagedLog, checkpoint: int | None, now_ms: int) -> LogToClean:
+    first_dirty, first_uncleanable = cleanable_offsets(log, checkpoint, now_ms)
+    segments = log.segments
+    clean_bytes = dirty_bytes = 0
+    first_dirty_timestamp: int | None = None
+    for index, segment in enumerate(segments):
+        next_base = segments[index + 1].base_offset if index + 1 < len(segments) else log.log_end_offset
+        if next_base <= first_dirty:
+            clean_bytes += segment.size_bytes
+        elif segment.base_offset < first_uncleanable:
+            dirty_bytes += segment.size_bytes
+            if first_dirty_timestamp is None and segment.size_bytes > 0:
+                first_dirty_timestamp = largest_timestamp_ms(segment)
+    delay_ms = 0
+    max_lag_ms = log.config.max_compaction_lag_ms
+    if max_lag_ms < LONG_MAX and first_dirty_timestamp is not None:
+        # Kafka uses the first batch's timestamp; a segment's largest timestamp is a close,
+        # later-leaning stand-in that never triggers a clean too early.
+        delay_ms = max(0, now_ms - first_dirty_timestamp - max_lag_ms)
+    return LogToClean(log, first_dirty, first_uncleanable, clean_bytes, dirty_bytes, delay_ms)
+
+
+class CleanerCheckpoint:
+    """``cleaner-offset-checkpoint`` of one data directory. Not thread-safe; one per manager."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / CLEANER_OFFSET_CHECKPOINT
+        self.offsets: dict[tuple[str, int], int] = read_offsets(self.path) if self.path.exists() else {}
+
+    def get(self, topic: str, partition: int) -> int | None:
+        return self.offsets.get((topic, partition))
+
+    def update(self, topic: str, partition: int, offset: int) -> None:
+        self.offsets[(topic, partition)] = offset
+        write_offsets(self.path, self.offsets)
+
+    def remove(self, topic: str, partition: int) -> None:
+        if self.offsets.pop((topic, partition), None) is not None:
+            write_offsets(self.path, self.offsets)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanOutcome:
+    topic: str
+    partition: int
+    dirty_ratio: float
+    result: CleanResult
+
+
+class LogCleaner:
+    """Cleans the filthiest compacted log per call (Kafka's ``LogCleaner`` without threads).
+
+    Not thread-safe; owned by the log manager of one data directory.
+    """
+
+    def __init__(
+        self, data_dir: Path, now_ms: Callable[[], int], *,
+        dedupe_buffer_bytes: int = DEDUPE_BUFFER_BYTES_DEFAULT, load_factor: float = 0.9,
+        cleaner: Cleaner | None = None,
+    ) -> None:
+        self.checkpoint = CleanerCheckpoint(data_dir)
+        self._now_ms = now_ms
+        self.cleaner = cleaner or Cleaner(dedupe_buffer_bytes, load_factor)
+
+    def filthiest(self, logs: Sequence[ManagedLog]) -> LogToClean | None:
+        """The cleanable compacted log with the highest dirty ratio (``grabFilthiestCompactedLog``)."""
+        now_ms = self._now_ms()
+        candidates = [
+            log_to_clean(log, self.checkpoint.get(log.topic, log.partition), now_ms)
+            for log in logs
+            if is_compacted(log)
+        ]
+        cleanable = [c for c in candidates if c.cleanable]
+        return max(cleanable, key=lambda c: c.dirty_ratio, default=None)
+
+    def clean_once(self, logs: Sequence[ManagedLog]) -> CleanOutcome | None:
+        """Clean one log if any is cleanable; returns what happened, or None."""
+        chosen = self.filthiest(logs)
+        if chosen is None:
+            return None
+        return self.clean_log(chosen)
+
+    def clean_log(self, chosen: LogToClean) -> CleanOutcome:
+        log = chosen.log
+        result = self.cleaner.clean(log, chosen.first_dirty_offset, chosen.first_uncleanable_offset, self._now_ms())
+        self.checkpoint.update(log.topic, log.partition, result.end_offset)
+        return CleanOutcome(log.topic, log.partition, chosen.dirty_ratio, result)
+
+    def force_clean(self, log: ManagedLog) -> CleanOutcome:
+        """Clean ``log`` now, whatever its dirty ratio (tests, notebooks, ``kafkalab`` tools)."""
+        chosen = log_to_clean(log, self.checkpoint.get(log.topic, log.partition), self._now_ms())
+        return self.clean_log(chosen)
