@@ -27,6 +27,7 @@ from kafkalab.storage.log import (
 )
 from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.log_manager import LogManager
 from kafkalab.storage.offset_index import OffsetIndex, OffsetPosition
 from kafkalab.storage.producer_snapshot import ProducerSnapshotEntry, read_snapshot, write_snapshot
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
@@ -48,6 +49,7 @@ __all__ = [
     "Log",
     "LogAppendInfo",
     "LogConfig",
+    "LogManager",
     "LogSegment",
     "LookupStep",
     "OffsetIndex",
