@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalab.broker.delayed_fetch import FetchPurgatory
-from kafkalab.broker.handlers import admin, configs, fetch, list_offsets, metadata, produce
+from kafkalab.broker.handlers import admin, configs, fetch, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.log_store import LogStore
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
 from kafkalab.broker.settings import BrokerSettings
@@ -70,6 +70,7 @@ class Broker:
         self.config_store = config_store
         self.topics = TopicRegistry(log_store, rng)
         self.fetch_purgatory = FetchPurgatory()
+        self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
 
@@ -161,6 +162,7 @@ HANDLERS: dict[int, Handler] = {
     19: admin.handle_create_topics,
     20: admin.handle_delete_topics,
     21: admin.handle_delete_records,
+    22: producer_id.handle_init_producer_id,
     32: configs.handle_describe_configs,
     33: configs.handle_alter_configs,
     37: admin.handle_create_partitions,

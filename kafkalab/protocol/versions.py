@@ -10,7 +10,9 @@ Two are deliberately wider or narrower:
 * FindCoordinator is advertised although kafkalab has no coordinator yet: librdkafka enables LZ4
   only for brokers advertising FindCoordinator v0. Calls are answered COORDINATOR_NOT_AVAILABLE.
 
-Consumer-group and transaction APIs are *not* advertised until they are implemented, so clients
+InitProducerId hands out producer ids so idempotent producers (kafka-python's and Java's
+default) can start; duplicate detection by sequence number arrives with the transactions
+subsystem. Consumer-group and transaction APIs are *not* advertised until they are implemented, so clients
 fail fast with a clear "not supported by broker" error rather than retrying forever.
 
 Worked example: kafka-python 3.0 speaks Metadata 0-13 and kafkalab advertises 0-12, so it sends

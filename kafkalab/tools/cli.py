@@ -21,6 +21,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("dump_log", "Print the contents of log segment and index files (kafka-dump-log.sh)."),
     "configs": ("configs", "Describe and alter dynamic configs of topics, brokers, users, clients (kafka-configs.sh)."),
+    "server-start": ("server_start", "Run a broker that real Kafka clients can use (kafka-server-start.sh)."),
 }
 
 

@@ -1,0 +1,167 @@
+"""The network server: an asyncio TCP listener around the sans-I/O broker.
+
+Theory of operation
+-------------------
+This is the only place in kafkalab that touches sockets. It owns three things:
+
+* the listener, bound to 127.0.0.1 unless remote access is explicitly allowed;
+* one :class:`~kafkalab.server.connection.Connection` task per client;
+* a timer task that calls ``broker.advance_clock(now_ms)`` when the earliest parked fetch is due
+  (``broker.next_deadline_ms()``), so fetch.max.wait.ms is honoured without polling.
+
+Every call into the broker happens on the event loop thread, so the broker needs no locks.
+After each call the server drains the broker's outbox and hands every Outgoing to its
+connection. Worked example: a consumer's Fetch with max_wait_ms=500 is parked at t=1000; the
+timer task sleeps until t=1500 (or is woken earlier by the next request), calls
+``advance_clock(1500)`` and the empty fetch response reaches the consumer.
+
+Shutdown (SIGTERM, SIGINT or :meth:`KafkaServer.stop`) stops accepting, closes every connection,
+then flushes every log and writes the checkpoints and the clean-shutdown marker, so a restart
+on the same data directory serves everything that was acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import itertools
+import logging
+import random
+from collections.abc import Mapping
+from pathlib import Path
+
+from kafkalab.broker.broker import Broker
+from kafkalab.broker.request import Outgoing
+from kafkalab.broker.settings import BrokerSettings
+from kafkalab.broker.storage_adapter import StorageLogStore
+from kafkalab.clock import Clock, SystemClock
+from kafkalab.config import DynamicConfigStore
+from kafkalab.config.definitions import BROKER_KEYS
+from kafkalab.errors import ConfigError
+from kafkalab.protocol.framing import FRAME_BYTES_MAX
+from kafkalab.server.connection import Connection
+
+CONNECTIONS_MAX = 1000  # max.connections is unbounded in Kafka; a teaching broker caps it
+TIMER_IDLE_S = 1.0  # the timer task re-checks at least this often
+
+log = logging.getLogger("kafkalab.server")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class KafkaServer:
+    """A broker behind a TCP listener. Owned by one asyncio event loop."""
+
+    def __init__(
+        self, data_dir: Path, properties: Mapping[str, str], *, host: str = "127.0.0.1",
+        port: int = 9092, allow_remote: bool = False, clock: Clock | None = None, seed: int | None = None,
+    ) -> None:
+        if not is_loopback(host) and not allow_remote:
+            raise ConfigError(
+                f"refusing to listen on {host!r}: kafkalab serves 127.0.0.1 unless remote access "
+                "is allowed explicitly (--allow-remote)"
+            )
+        self.data_dir = Path(data_dir)
+        self.properties = dict(properties)
+        self.host = host
+        self.port = port
+        self.clock = clock or SystemClock()
+        self._rng = random.Random(seed)
+        self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
+        self._connections: dict[int, Connection] = {}
+        self._ids = itertools.count(1)
+        self._wake = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._server: asyncio.base_events.Server | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.broker: Broker | None = None
+
+    async def start(self) -> tuple[str, int]:
+        """Open the data directory, bind, and start serving; returns the bound (host, port)."""
+        config_store = DynamicConfigStore(self.data_dir)
+        config_store.static = {k: v for k, v in self.properties.items() if k in BROKER_KEYS}
+        log_store = StorageLogStore(self.data_dir, self.clock, config_store.topic_properties, self._rng)
+        self._server = await asyncio.start_server(self._accept, self.host, self.port, reuse_address=True)
+        bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
+        settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
+        self.broker = Broker(settings, log_store, config_store, self._rng)
+        self._timer = asyncio.create_task(self._run_timer())
+        return bound_host, bound_port
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.broker is None or len(self._connections) >= CONNECTIONS_MAX:
+            writer.close()
+            return
+        connection = Connection(next(self._ids), reader, writer, self._submit, self._frame_bytes_max)
+        self._connections[connection.connection_id] = connection
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await connection.run()
+        finally:
+            self._connections.pop(connection.connection_id, None)
+            self.broker.connection_closed(connection.connection_id)
+            if task is not None:
+                self._tasks.discard(task)
+
+    def _submit(self, connection_id: int, frame: bytes) -> None:
+        assert self.broker is not None
+        try:
+            self.broker.handle(connection_id, frame, self.clock.milliseconds())
+        except Exception:  # a bug in a handler must cost one connection, not the server
+            log.exception("unexpected error handling a request on connection %s", connection_id)
+            self._deliver_all()
+            self._connections[connection_id].deliver(Outgoing(connection_id, None, close=True, reason="internal error"))
+            return
+        self._deliver_all()
+        self._wake.set()
+
+    def _deliver_all(self) -> None:
+        assert self.broker is not None
+        for outgoing in self.broker.take_responses():
+            connection = self._connections.get(outgoing.connection_id)
+            if connection is not None:
+                connection.deliver(outgoing)
+
+    async def _run_timer(self) -> None:
+        assert self.broker is not None
+        while True:
+            deadline_ms = self.broker.next_deadline_ms()
+            wait_s = TIMER_IDLE_S
+            if deadline_ms is not None:
+                wait_s = min(max(deadline_ms - self.clock.milliseconds(), 0) / 1000, TIMER_IDLE_S)
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), wait_s)
+            except asyncio.TimeoutError:
+                pass
+            self.broker.advance_clock(self.clock.milliseconds())
+            self._deliver_all()
+
+    async def serve_until_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        """Stop accepting, drop every connection, flush and checkpoint every log."""
+        if self._server is not None:
+            self._server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        if self.broker is not None:
+            self.broker.shutdown()
+            self.broker = None
+        self._stopped.set()
