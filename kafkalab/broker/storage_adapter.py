@@ -1,4 +1,4 @@
-"""A :class:`~kafkalab.broker.log_store.LogStore` over kafkalab's storage engine and a data dir.
+"""A :class:`~kafkalab.broker.log_store.LogStore` over the storage engine's ``LogManager``.
 
 The data directory has Kafka's layout, so a directory written by Apache Kafka opens here and the
 other way round::
@@ -8,12 +8,12 @@ other way round::
       orders-1/  ...
       recovery-point-offset-checkpoint    log-start-offset-checkpoint
       .kafka_cleanshutdown                (present only between a clean stop and the next start)
-      meta.properties                     (written by Kafka; read for information only)
+      meta.properties                     (written by Kafka; not needed here)
 
-At start-up every ``<topic>-<partition>`` directory is opened with its recovery point and log
-start offset from the checkpoints; without the clean-shutdown marker every segment past the
-recovery point is re-validated (the storage engine's recovery). ``flush`` fsyncs the logs and
-rewrites the checkpoints; ``close`` also leaves the clean-shutdown marker for the next start.
+The ``LogManager`` does the storage work (opening and recovering partitions, checkpoints, the
+clean-shutdown marker); this adapter adds what the broker needs on top: topic ids as
+``uuid.UUID``, per-topic ``LogConfig`` built from kafkalab.config's effective topic properties,
+and DeleteRecords.
 
 Worked example: after producing 10 records to ``orders-0`` and a clean stop,
 ``recovery-point-offset-checkpoint`` reads ``0 / 1 / orders 0 10`` and the restart skips
@@ -23,20 +23,14 @@ recovery; after a crash the marker is missing and the segment is rescanned from 
 from __future__ import annotations
 
 import random
-import re
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from kafkalab.clock import Clock
-from kafkalab.errors import StorageError
-from kafkalab.storage import Log, LogConfig
-from kafkalab.storage import checkpoints, partition_metadata
-from kafkalab.storage.checkpoints import CorruptCheckpointError
+from kafkalab.storage import Log, LogConfig, partition_metadata
+from kafkalab.storage.log_manager import LogManager
 
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-_PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
 _LOG_CONFIG_FIELDS = frozenset(LogConfig.__dataclass_fields__)
 
 PropertiesFor = Callable[[str], Mapping[str, str]]
@@ -50,70 +44,40 @@ def log_config_from(properties: Mapping[str, str]) -> LogConfig:
 
 
 class StorageLogStore:
-    """Every partition log under one data directory. Not thread-safe; owned by the broker."""
+    """Every partition log under one data directory. Not thread-safe; owned by the broker.
 
-    def __init__(self, data_dir: Path, clock: Clock, properties_for: PropertiesFor, rng: random.Random) -> None:
+    ``properties_for(topic)`` gives a topic's effective properties; ``topics_with_overrides``
+    names the topics whose properties differ from the broker defaults, so their logs open with
+    the right config.
+    """
+
+    def __init__(
+        self, data_dir: Path, clock: Clock, properties_for: PropertiesFor, rng: random.Random,
+        topics_with_overrides: Iterable[str] = (),
+    ) -> None:
         self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._clock = clock
         self._properties_for = properties_for
-        self._rng = rng
-        self._logs: dict[tuple[str, int], Log] = {}
-        self.had_clean_shutdown = (self.data_dir / CLEAN_SHUTDOWN_FILE).exists()
-        self._open_all()
-        (self.data_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
-
-    def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
-        path = self.data_dir / name
-        if not path.exists():
-            return {}
-        try:
-            return checkpoints.read_offsets(path)
-        except CorruptCheckpointError:
-            return {}  # Kafka's fallback: recover everything, start offsets from the segments
-
-    def _open_all(self) -> None:
-        recovery_points = self._read_checkpoint(checkpoints.RECOVERY_POINT_CHECKPOINT)
-        start_offsets = self._read_checkpoint(checkpoints.LOG_START_OFFSET_CHECKPOINT)
-        for directory in sorted(self.data_dir.iterdir()):
-            match = _PARTITION_DIR.match(directory.name)
-            if not directory.is_dir() or match is None:
-                continue
-            key = (match["topic"], int(match["partition"]))
-            self._logs[key] = Log.open(
-                directory, log_config_from(self._properties_for(key[0])), self._clock,
-                recovery_point=recovery_points.get(key, 0), log_start_offset=start_offsets.get(key),
-                had_clean_shutdown=self.had_clean_shutdown, rng=random.Random(self._rng.getrandbits(64)),
-            )
-
-    # --- LogStore --------------------------------------------------------------------------------
+        self.manager = LogManager(
+            [self.data_dir], clock, log_config_from(properties_for("")),  # "": no topic overrides
+            rng=random.Random(rng.getrandbits(64)),
+            topic_configs={t: log_config_from(properties_for(t)) for t in topics_with_overrides},
+        )
 
     def partitions(self) -> Iterable[tuple[str, int]]:
-        return sorted(self._logs)
+        return sorted(self.manager.logs)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
-        return self._logs.get((topic, partition))
+        return self.manager.get_log(topic, partition)
 
     def create_log(self, topic: str, partition: int, topic_id: uuid.UUID, properties: Mapping[str, str]) -> Log:
-        if (topic, partition) in self._logs:
-            raise StorageError(f"log {topic}-{partition} already exists in {self.data_dir}")
-        directory = self.data_dir / f"{topic}-{partition}"
-        directory.mkdir(parents=True, exist_ok=False)
-        partition_metadata.write(directory, partition_metadata.uuid_to_str(topic_id.bytes))
-        log = Log.open(directory, log_config_from(properties), self._clock,
-                       rng=random.Random(self._rng.getrandbits(64)))
-        self._logs[(topic, partition)] = log
-        return log
+        self.manager.topic_configs[topic] = log_config_from(properties)
+        return self.manager.create_log(topic, partition, topic_id=partition_metadata.uuid_to_str(topic_id.bytes))
 
     def delete_log(self, topic: str, partition: int) -> None:
-        log = self._logs.pop((topic, partition), None)
-        if log is None:
-            return
-        log.close()
-        shutil.rmtree(log.directory, ignore_errors=True)
+        self.manager.delete_log(topic, partition)
 
     def topic_id(self, topic: str, partition: int) -> uuid.UUID | None:
-        log = self._logs.get((topic, partition))
+        log = self.manager.get_log(topic, partition)
         if log is None:
             return None
         text = partition_metadata.read(log.directory)
@@ -121,33 +85,22 @@ class StorageLogStore:
 
     def reconfigure(self, topic: str, properties: Mapping[str, str]) -> None:
         config = log_config_from(properties)
-        for (name, _), log in self._logs.items():
+        self.manager.topic_configs[topic] = config
+        for (name, _), log in self.manager.logs.items():
             if name == topic:
                 log.config = config
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
-        log = self._logs[(topic, partition)]
+        log = self.manager.get_log(topic, partition)
+        assert log is not None, "the broker checks the partition exists first"
         log.increment_log_start_offset(offset)
         return log.log_start_offset
 
     def flush(self) -> None:
-        for log in self._logs.values():
+        for log in self.manager.logs.values():
             log.flush()
-        self.write_checkpoints()
-
-    def write_checkpoints(self) -> None:
-        checkpoints.write_offsets(
-            self.data_dir / checkpoints.RECOVERY_POINT_CHECKPOINT,
-            {key: log.recovery_point for key, log in self._logs.items()},
-        )
-        checkpoints.write_offsets(
-            self.data_dir / checkpoints.LOG_START_OFFSET_CHECKPOINT,
-            {key: log.log_start_offset for key, log in self._logs.items()},
-        )
+        self.manager.checkpoint()
 
     def close(self) -> None:
         """Flush, checkpoint, release every file and leave the clean-shutdown marker."""
-        self.flush()
-        for log in self._logs.values():
-            log.close()
-        (self.data_dir / CLEAN_SHUTDOWN_FILE).touch()
+        self.manager.shutdown()

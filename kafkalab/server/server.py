@@ -88,7 +88,8 @@ class KafkaServer:
         """Open the data directory, bind, and start serving; returns the bound (host, port)."""
         config_store = DynamicConfigStore(self.data_dir)
         config_store.static = {k: v for k, v in self.properties.items() if k in BROKER_KEYS}
-        log_store = StorageLogStore(self.data_dir, self.clock, config_store.topic_properties, self._rng)
+        log_store = StorageLogStore(self.data_dir, self.clock, config_store.topic_properties, self._rng,
+                                    config_store.entity_names("topics"))
         self._server = await asyncio.start_server(self._accept, self.host, self.port, reuse_address=True)
         bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
         settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)

@@ -26,7 +26,8 @@ class Harness:
         self.clock = ManualClock(now_ms=1_000_000)
         self.config_store = DynamicConfigStore(data_dir)
         self.log_store = StorageLogStore(
-            data_dir, self.clock, self.config_store.topic_properties, random.Random(seed)
+            data_dir, self.clock, self.config_store.topic_properties, random.Random(seed),
+            self.config_store.entity_names("topics"),
         )
         self.broker = Broker(BrokerSettings(**settings), self.log_store, self.config_store, random.Random(seed))
         self._correlation_id = 0
