@@ -1,0 +1,73 @@
+"""Choosing what to clean: dirty ratio, compaction lags, the cleaner-offset-checkpoint."""
+
+from __future__ import annotations
+
+from kafkalab.storage.cleaner import CleanerCheckpoint, LogCleaner, cleanable_offsets, log_to_clean
+
+from .conftest import LogFixture, records_on_disk
+
+
+def fill(fx: LogFixture, count: int, keys: int = 3) -> None:
+    for i in range(count):
+        fx.append([(b"k%d" % (i % keys), b"v%d" % i)])
+
+
+def test_first_dirty_falls_back_to_log_start(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100"})
+    fill(fx, 5)
+    now = fx.clock.milliseconds()
+    assert cleanable_offsets(fx.log, None, now) == (0, 4)  # active segment starts at 4
+    assert cleanable_offsets(fx.log, 2, now) == (2, 4)
+    assert cleanable_offsets(fx.log, 99, now) == (0, 4)  # past the log end: reset
+    fx.log.increment_log_start_offset(3)
+    assert cleanable_offsets(fx.log, 2, now) == (3, 4)  # below the log start: reset
+
+
+def test_first_uncleanable_is_capped_by_high_watermark(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100"})
+    fill(fx, 5)
+    fx.log.auto_advance_high_watermark = False
+    fx.log.high_watermark = 2
+    assert cleanable_offsets(fx.log, None, fx.clock.milliseconds()) == (0, 2)
+
+
+def test_dirty_ratio_and_strict_threshold(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100"})
+    fill(fx, 5)  # four one-batch segments of equal size plus the active one
+    now = fx.clock.milliseconds()
+    half = log_to_clean(fx.log, 2, now)
+    assert half.clean_bytes == half.dirty_bytes and half.dirty_ratio == 0.5
+    assert not half.cleanable  # Kafka: strictly greater than min.cleanable.dirty.ratio
+    assert log_to_clean(fx.log, 1, now).cleanable  # 3 of 4 segments dirty
+
+
+def test_max_compaction_lag_forces_a_clean(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100", "max.compaction.lag.ms": "5000"})
+    fill(fx, 5)
+    assert not log_to_clean(fx.log, 3, fx.clock.milliseconds()).cleanable  # ratio 1/4
+    fx.clock.advance_ms(5001)
+    entry = log_to_clean(fx.log, 3, fx.clock.milliseconds())
+    assert entry.compaction_delay_ms == 1 and entry.cleanable
+
+
+def test_clean_once_picks_filthiest_and_checkpoints(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    a = LogFixture(tmp_path, **{"segment.bytes": "100"})
+    fill(a, 6)
+    b = LogFixture(tmp_path, **{"segment.bytes": "100"})
+    b.directory = tmp_path / "u-0"
+    b.reopen()
+    fill(b, 6)
+    deletes = LogFixture(tmp_path, **{"segment.bytes": "100", "cleanup.policy": "delete"})
+    deletes.directory = tmp_path / "d-0"
+    deletes.reopen()
+    fill(deletes, 6)
+    cleaner = LogCleaner(tmp_path, a.clock.milliseconds)
+    cleaner.checkpoint.update("u", 0, 2)  # u is partly clean already: ratio 0.6
+    outcome = cleaner.clean_once([b.log, a.log, deletes.log])
+    assert outcome is not None and (outcome.topic, outcome.dirty_ratio) == ("t", 1.0)
+    assert CleanerCheckpoint(tmp_path).get("t", 0) == 5
+    assert (tmp_path / "cleaner-offset-checkpoint").read_text() == "0\n2\nt 0 5\nu 0 2\n"
+    outcome = cleaner.clean_once([b.log, a.log, deletes.log])
+    assert outcome is not None and outcome.topic == "u"
+    assert cleaner.clean_once([b.log, a.log, deletes.log]) is None  # nothing dirty is left
+    assert len(records_on_disk(deletes.log)) == 6  # delete-only logs are never compacted
