@@ -2,7 +2,7 @@
 
 Rebuilt at start-up from the partition directories the log store finds (``orders-0``,
 ``orders-1`` ... give ``orders`` two partitions; the id comes from ``partition.metadata`` when
-present), then kept in step with CreateTopics, CreatePartitions and DeleteTopics. Topic ids for
+present; a Kafka data dir's ``__cluster_metadata-0``, KRaft's own log, is not a topic), then kept in step with CreateTopics, CreatePartitions and DeleteTopics. Topic ids for
 new topics come from an injected ``random.Random`` so simulations replay exactly.
 
 Topic names follow Kafka's ``Topic.validate``: 1-249 characters from ``[a-zA-Z0-9._-]``, and not
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.broker.log_store import LogStore, PartitionLog
 
+KRAFT_METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log in a Kafka data dir, not a topic
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
 PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -64,6 +65,8 @@ class TopicRegistry:
     def _load(self) -> None:
         counts: dict[str, int] = {}
         for topic, partition in self.log_store.partitions():
+            if topic == KRAFT_METADATA_TOPIC:
+                continue
             counts[topic] = max(counts.get(topic, 0), partition + 1)
         for topic, count in sorted(counts.items()):
             topic_id = self.log_store.topic_id(topic, 0) or self._new_id()
