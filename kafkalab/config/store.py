@@ -25,10 +25,12 @@ changes them, so lowering ``retention.ms`` takes effect at the next retention ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from kafkalab.config.resolve import (
     ConfigLayers,
@@ -39,6 +41,7 @@ from kafkalab.config.resolve import (
     validate_topic_configs,
 )
 from kafkalab.errors import ConfigError
+from kafkalab.storage.log_config import LogConfig
 
 STORE_FILE_NAME = "dynamic-configs.json"
 STATIC_FILE_NAME = "server.properties"
@@ -141,6 +144,10 @@ class DynamicConfigStore:
         """The topic's effective properties: ``LogConfig.from_properties`` input."""
         return topic_properties(self.layers(), topic, broker_id)
 
+    def log_config(self, topic: str, broker_id: str | None = None) -> LogConfig:
+        """The topic's effective ``LogConfig``."""
+        return to_log_config(self.topic_properties(topic, broker_id))
+
     # --- writing -------------------------------------------------------------------------------
 
     def alter(self, entity_type: str, name: str, add: Mapping[str, str], delete: Iterable[str] = ()) -> None:
@@ -177,6 +184,15 @@ class DynamicConfigStore:
         """Call ``listener(topic, properties)`` whenever an alter changes the topic's properties."""
         self._listeners.setdefault(topic, []).append(listener)
 
+    def attach_log(self, log: _ConfigurableLog) -> None:
+        """Keep ``log.config`` equal to its topic's effective config after every alter."""
+
+        def reconfigure(topic: str, properties: dict[str, str]) -> None:
+            log.config = to_log_config(properties)
+
+        log.config = self.log_config(log.topic)
+        self.watch_topic(log.topic, reconfigure)
+
     def _topic_snapshot(self) -> dict[str, dict[str, str]]:
         return {topic: self.topic_properties(topic) for topic in self._listeners}
 
@@ -186,6 +202,20 @@ class DynamicConfigStore:
             if properties != before.get(topic):
                 for listener in listeners:
                     listener(topic, properties)
+
+
+class _ConfigurableLog(Protocol):
+    topic: str
+    config: LogConfig
+
+
+_LOG_CONFIG_KEYS = frozenset(f.name.replace("_", ".") for f in dataclasses.fields(LogConfig))
+
+
+def to_log_config(properties: Mapping[str, str]) -> LogConfig:
+    """``LogConfig.from_properties`` of the keys the storage engine reads (the rest -- e.g.
+    ``compression.type`` -- matter to other layers)."""
+    return LogConfig.from_properties({k: v for k, v in properties.items() if k in _LOG_CONFIG_KEYS})
 
 
 def _check_type(entity_type: str) -> str:
@@ -207,4 +237,4 @@ def _validate(entity_type: str, name: str, add: Properties) -> None:
         validate_quota_configs(add)
 
 
-__all__ = ["DEFAULT_ENTITY", "DynamicConfigStore", "ENTITY_TYPES", "read_properties"]
+__all__ = ["DEFAULT_ENTITY", "DynamicConfigStore", "ENTITY_TYPES", "read_properties", "to_log_config"]

@@ -70,3 +70,32 @@ def test_watch_topic_called_only_on_change(tmp_path: Path) -> None:
 def test_unknown_entity_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="entity-type"):
         DynamicConfigStore(tmp_path).alter("groups", "g", {})
+
+
+def test_every_topic_default_builds_a_log_config(tmp_path: Path) -> None:
+    from kafkalab.storage.log_config import LogConfig
+
+    config = DynamicConfigStore(tmp_path).log_config("t")
+    assert config == LogConfig()  # kafkalab's topic defaults agree with the storage defaults
+
+
+def test_lowering_retention_takes_effect_at_next_retention_check(tmp_path: Path) -> None:
+    from kafkalab.clock import ManualClock
+    from kafkalab.records.codec import build_batch
+    from kafkalab.records.model import Record
+    from kafkalab.storage.log import Log
+    from kafkalab.storage.retention import delete_old_segments
+
+    clock = ManualClock(now_ms=10_000_000)
+    store = DynamicConfigStore(tmp_path)
+    store.alter("topics", "t", {"segment.bytes": "100"})
+    log = Log.open(tmp_path / "t-0", store.log_config("t"), clock)
+    store.attach_log(log)
+    for i in range(4):
+        log.append_as_leader(build_batch([Record(0, clock.milliseconds(), b"k", b"v%d" % i)]), 0)
+    clock.advance_ms(60_000)
+    assert delete_old_segments(log, clock.milliseconds()).total == 0  # 7 days by default
+    store.alter("topics", "t", {"retention.ms": "1000"})
+    assert log.config.retention_ms == 1000
+    assert delete_old_segments(log, clock.milliseconds()).time_breached == 4
+    assert log.log_start_offset == 4
