@@ -214,7 +214,8 @@ def read_record(buf, position: int, end: int, batch: BatchHeader) -> tuple[Recor
         timestamp = batch.max_timestamp
     else:
         timestamp = batch.base_timestamp + timestamp_delta
-    sequence = increment_sequence(batch.base_sequence, offset_delta)
+    # Like Kafka's DefaultRecord: only a non-negative base sequence gives records sequences.
+    sequence = increment_sequence(batch.base_sequence, offset_delta) if batch.base_sequence >= 0 else NO_SEQUENCE
     record = Record(batch.base_offset + offset_delta, timestamp, key, value, headers, sequence)
     return record, record_end
 
