@@ -187,3 +187,10 @@ class TimerError(KafkaError):
     """A timer task or timing-wheel parameter out of bounds (negative delay, zero tick)."""
 
     error_code = ErrorCode.INVALID_REQUEST
+
+
+class InvalidRequestError(KafkaError):
+    """A request (or a tool's input file) whose content breaks a rule, e.g. a DeleteRecords
+    offsets file with a duplicate partition."""
+
+    error_code = ErrorCode.INVALID_REQUEST

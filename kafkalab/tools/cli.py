@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("dump_log", "Print the contents of log segment and index files (kafka-dump-log.sh)."),
     "gen-log": ("gen_log", "Write a large, reproducible topic through the storage engine (for the Spark labs)."),
     "configs": ("configs", "Describe and alter dynamic configs of topics, brokers, users, clients (kafka-configs.sh)."),
+    "delete-records": ("delete_records", "Move partitions' log start offsets from a JSON file (kafka-delete-records.sh)."),
     "server-start": ("server_start", "Run a broker that real Kafka clients can use (kafka-server-start.sh)."),
 }
 
