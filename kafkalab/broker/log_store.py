@@ -18,29 +18,35 @@ from typing import Any, Protocol
 
 
 class AppendInfo(Protocol):
-    first_offset: int
-    last_offset: int
-    log_append_time_ms: int
-    log_start_offset: int
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def log_append_time_ms(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
 
 
 class SliceLike(Protocol):
-    path: Any
-    position: int
-    size_bytes: int
-
-
-class ReadInfo(Protocol):
-    slices: Sequence[SliceLike]
-
+    @property
+    def path(self) -> Any: ...
+    @property
+    def position(self) -> int: ...
     @property
     def size_bytes(self) -> int: ...
 
 
+class ReadInfo(Protocol):
+    @property
+    def slices(self) -> Sequence[SliceLike]: ...
+
+
 class TimestampOffset(Protocol):
-    timestamp: int
-    offset: int
-    leader_epoch: int | None
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int | None: ...
 
 
 class PartitionLog(Protocol):
