@@ -23,6 +23,7 @@ size of the heap rather than for their own work.
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import random
@@ -40,6 +41,8 @@ MEASURED_INSERTS = 60_000  # inserts timed per (size, operation, timer)
 MEASURED_INSERTS_FULL = 300_000
 INSERT_RATE_REQUIRED = 500_000  # inserts/s on one core
 SEED = 13
+PER_STEP = 100  # timers inserted per clock step
+CHUNKS = 5  # each figure is the best of this many slices of the measured run
 
 
 class _Noop(TimerTask):
@@ -85,7 +88,7 @@ class HeapTimer:
 
 
 @dataclass(frozen=True, slots=True)
-class _Rates:
+class Rates:
     insert_expire_ops_s: float
     insert_cancel_ops_s: float
     insert_ops_s: float
@@ -105,7 +108,13 @@ def _timed(work: Callable[[], int]) -> float:
     return items / elapsed if elapsed > 0 else float("inf")
 
 
-def _measure(make: Callable[[ManualClock], Timer | HeapTimer], pending: int, inserts: int) -> _Rates:
+def measure(make: Callable[[ManualClock], Timer | HeapTimer], pending: int, inserts: int) -> Rates:
+    """ops/s of insert+expire, insert+cancel and plain insert with ``pending`` timers waiting.
+
+    Each figure is the best of CHUNKS consecutive slices of the run (like ``best_rate``'s
+    best-of-N), which filters out moments when the other core's load steals the CPU without
+    paying for a fresh million-timer prefill per repeat.
+    """
     rng = random.Random(SEED)
     clock = ManualClock(0)
     timer = make(clock)
@@ -115,53 +124,54 @@ def _measure(make: Callable[[ManualClock], Timer | HeapTimer], pending: int, ins
     gc.enable()
     # Steady state: per step of step_ms, about pending * step_ms / HORIZON_MS timers expire;
     # insert the same number so the pending count stays at `pending`.
-    per_step = 100
-    step_ms = max(1, HORIZON_MS * per_step // pending)
-    steps = max(1, inserts // per_step)
-    delays = [rng.randint(1, HORIZON_MS) for _ in range(steps * per_step)]
+    step_ms = max(1, HORIZON_MS * PER_STEP // pending)
+    steps = max(CHUNKS, inserts // PER_STEP)
+    batches = [[rng.randint(1, HORIZON_MS) for _ in range(PER_STEP)] for _ in range(steps)]
+    chunks = [batches[i::CHUNKS] for i in range(CHUNKS)]
+    now_ms = [0]
 
-    def insert_expire() -> int:
+    def insert_expire(chunk: list[list[int]]) -> int:
         add, advance = timer.add, timer.advance_clock
         before = timer.size
-        now_ms = 0
-        for step in range(steps):
-            now_ms += step_ms
-            clock.set_ms(now_ms)
-            advance(now_ms)
-            for delay_ms in delays[step * per_step : (step + 1) * per_step]:
+        for batch in chunk:
+            now_ms[0] += step_ms
+            clock.set_ms(now_ms[0])
+            advance(now_ms[0])
+            for delay_ms in batch:
                 add(_Noop(delay_ms))
-        expired = before + len(delays) - timer.size
-        return len(delays) + expired
+        inserted = len(chunk) * PER_STEP
+        return inserted + (before + inserted - timer.size)  # inserts + expirations
 
-    def insert_cancel() -> int:
+    def insert_cancel(chunk: list[list[int]]) -> int:
         add = timer.add
-        for step in range(steps):
-            batch = [_Noop(d) for d in delays[step * per_step : (step + 1) * per_step]]
+        for delays in chunk:
+            batch = [_Noop(d) for d in delays]
             for task in batch:
                 add(task)
             for task in batch:
                 task.cancel()
-        return 2 * len(delays)
+        return 2 * len(chunk) * PER_STEP
 
-    def insert_only() -> int:
+    def insert_only(chunk: list[list[int]]) -> int:
         add = timer.add
-        for delay_ms in delays:
-            add(_Noop(delay_ms))
-        return len(delays)
+        for delays in chunk:
+            for delay_ms in delays:
+                add(_Noop(delay_ms))
+        return len(chunk) * PER_STEP
 
-    expire_rate = _timed(insert_expire)
-    cancel_rate = _timed(insert_cancel)
-    insert_rate = _timed(insert_only)
-    return _Rates(expire_rate, cancel_rate, insert_rate)
+    return Rates(*(
+        max(_timed(functools.partial(work, chunk)) for chunk in chunks)
+        for work in (insert_expire, insert_cancel, insert_only)
+    ))
 
 
 def run(reporter: Reporter, full: bool = False) -> None:
     inserts = MEASURED_INSERTS_FULL if full else MEASURED_INSERTS
-    wheel: dict[int, _Rates] = {}
-    heap: dict[int, _Rates] = {}
+    wheel: dict[int, Rates] = {}
+    heap: dict[int, Rates] = {}
     for pending in SIZES:
-        wheel[pending] = _measure(Timer, pending, inserts)
-        heap[pending] = _measure(HeapTimer, pending, inserts)
+        wheel[pending] = measure(Timer, pending, inserts)
+        heap[pending] = measure(HeapTimer, pending, inserts)
         gc.collect()
         w, h = wheel[pending], heap[pending]
         reporter.report(
@@ -187,6 +197,64 @@ def run(reporter: Reporter, full: bool = False) -> None:
     )
 
 
-def _spread(rates: dict[int, _Rates], field: str) -> float:
+def _spread(rates: dict[int, Rates], field: str) -> float:
     values = [getattr(r, field) for r in rates.values()]
     return max(values) / min(values)
+
+
+class _CountingKey:
+    """An int that counts how often the heap compares it (for :func:`heap_comparisons`)."""
+
+    __slots__ = ("value", "counter")
+
+    def __init__(self, value: int, counter: list[int]) -> None:
+        self.value = value
+        self.counter = counter
+
+    def __lt__(self, other: _CountingKey) -> bool:
+        self.counter[0] += 1
+        return self.value < other.value
+
+
+def heap_comparisons(pending: int, *, samples: int = 2_000, seed: int = SEED) -> tuple[float, float]:
+    """Average comparisons per push and per pop on a heap already holding ``pending`` timers.
+
+    Deterministic (seeded), so the book can store it: pops cost about log2(pending)
+    comparisons -- the heap's O(log n) made visible without a stopwatch.
+    """
+    rng = random.Random(seed)
+    counter = [0]
+    heap = [_CountingKey(rng.randint(1, HORIZON_MS), counter) for _ in range(pending)]
+    heapq.heapify(heap)
+    counter[0] = 0
+    for _ in range(samples):
+        heapq.heappush(heap, _CountingKey(rng.randint(1, HORIZON_MS), counter))
+    pushes = counter[0] / samples
+    counter[0] = 0
+    for _ in range(samples):
+        heapq.heappop(heap)
+    return pushes, counter[0] / samples
+
+
+def wheel_steps(pending: int, *, seed: int = SEED) -> tuple[float, float]:
+    """Average wheel levels visited per insert, and cascades per task, for ``pending`` timers
+    with delays uniform in [1, HORIZON_MS] -- constants that do not grow with ``pending``."""
+    from kafkalab.timer.events import TaskCascaded, TaskScheduled
+
+    rng = random.Random(seed)
+    clock = ManualClock(0)
+    timer = Timer(clock)
+    levels = [0]
+    cascades = [0]
+
+    def listen(event: object) -> None:
+        if isinstance(event, TaskScheduled):
+            levels[0] += event.level + 1
+        elif isinstance(event, TaskCascaded):
+            cascades[0] += 1
+
+    timer.add_listener(listen)
+    for _ in range(pending):
+        timer.add(_Noop(rng.randint(1, HORIZON_MS)))
+    timer.advance_clock(HORIZON_MS)
+    return levels[0] / pending, cascades[0] / pending

@@ -116,28 +116,31 @@ class TimingWheel:
     def add(self, task: TimerTask) -> TimerTaskList | None:
         """Place ``task`` by its ``expiration_ms``; the bucket it landed in, or None if due now.
 
-        This is the timer's hot path: it binds attributes to locals and does no event work
-        unless an overflow wheel must be built.
+        Rule 3 climbs to coarser wheels in a loop rather than by recursion: this is the timer's
+        hot path, and a Python call per level costs more than the placement itself. The climb
+        is bounded by WHEEL_LEVELS_MAX, enforced where overflow wheels are created.
         """
         expiration_ms = task.expiration_ms
-        current_ms = self.current_time_ms
-        tick_ms = self.tick_ms
-        if expiration_ms < current_ms + tick_ms:
-            return None
-        if expiration_ms < current_ms + self.interval_ms:
-            virtual_id = expiration_ms // tick_ms
-            bucket = self.buckets[virtual_id % self.wheel_size]
-            bucket.add(task)
-            bucket_expiration_ms = virtual_id * tick_ms
-            if bucket.expiration_ms != bucket_expiration_ms:
-                # The bucket was idle (or held a past round): queue it for its new tick.
-                bucket.expiration_ms = bucket_expiration_ms
-                heapq.heappush(self._queue, (bucket_expiration_ms, next(self._sequence), bucket))
-            return bucket
-        overflow = self.overflow_wheel
-        if overflow is None:
-            overflow = self._add_overflow_wheel()
-        return overflow.add(task)
+        wheel = self
+        while True:
+            current_ms = wheel.current_time_ms
+            tick_ms = wheel.tick_ms
+            if expiration_ms < current_ms + tick_ms:
+                return None
+            if expiration_ms < current_ms + wheel.interval_ms:
+                virtual_id = expiration_ms // tick_ms
+                bucket = wheel.buckets[virtual_id % wheel.wheel_size]
+                bucket.add(task)
+                bucket_expiration_ms = virtual_id * tick_ms
+                if bucket.expiration_ms != bucket_expiration_ms:
+                    # The bucket was idle: queue it for its new tick.
+                    bucket.expiration_ms = bucket_expiration_ms
+                    heapq.heappush(
+                        self._queue, (bucket_expiration_ms, next(self._sequence), bucket)
+                    )
+                return bucket
+            overflow = wheel.overflow_wheel
+            wheel = overflow if overflow is not None else wheel._add_overflow_wheel()
 
     def advance_clock(self, time_ms: int) -> None:
         """Move the hand to the tick containing ``time_ms`` on this and every coarser wheel.
