@@ -35,7 +35,7 @@ _LEGACY_FIELDS = {
 }
 
 
-def _fixed(data: bytes, fields, start: int = 0) -> tuple[list[Span], int]:  # type: ignore[no-untyped-def]
+def _fixed(data: bytes, fields: tuple[tuple[str, str], ...], start: int = 0) -> tuple[list[Span], int]:
     spans, cursor = [], start
     for name, fmt in fields:
         size = struct.calcsize(fmt)
@@ -118,7 +118,7 @@ def annotated_hexdump(entry: bytes) -> str:
 
     data = bytes(entry)
     spans = field_spans(data)
-    size = spans and max(end for _, end, _, _ in spans)
+    size = max((end for _, end, _, _ in spans), default=0)
     lines = [f"{start:6d}-{end:<6d} {name:<30} {_value(value):<20} {_preview(data[start:end])}"
              for start, end, name, value in spans]
     lines.append("")

@@ -93,7 +93,7 @@ class RecordColumns:
     def headers_of(self, i: int) -> tuple[Header, ...]:
         if self.headers_count[i] == 0:
             return ()
-        headers, _ = _read_headers(memoryview(self.data), int(self.headers_start[i]), len(self.data))
+        headers, _ = _read_headers(memoryview(self.data.data), int(self.headers_start[i]), len(self.data))
         return headers
 
     def to_records(self) -> list[Record]:
@@ -214,7 +214,7 @@ def _decode_all(data, starts, ends, counts, base_offsets, base_ts, fixed_ts, out
 _NO_FIXED_TS = np.iinfo(np.int64).min
 
 
-def _plan(buf, check_crc: bool, limit_bytes: int):  # type: ignore[no-untyped-def]
+def _plan(buf, check_crc: bool, limit_bytes: int):
     """Walk headers; return (headers, data array, region starts/ends, decompressed count)."""
     headers = list(iter_headers(buf))
     extra: list[bytes] = []
@@ -248,7 +248,7 @@ def _plan(buf, check_crc: bool, limit_bytes: int):  # type: ignore[no-untyped-de
     return headers, data, np.array(starts, np.int64), np.array(ends, np.int64)
 
 
-def decode_columns(buf, *, check_crc: bool = True,  # type: ignore[no-untyped-def]
+def decode_columns(buf, *, check_crc: bool = True,
                    limit_bytes: int = DECOMPRESSED_BYTES_MAX) -> RecordColumns:
     """Decode every complete v2 batch of ``buf`` (bytes, bytearray, memoryview or mmap) into
     columns. A partial trailing batch is ignored, as :func:`iter_headers` does."""

@@ -35,6 +35,7 @@ recover segments, build indexes and assign offsets. Because a v2 CRC covers only
 from __future__ import annotations
 
 import enum
+import mmap
 import struct
 import zlib
 from collections.abc import Iterator
@@ -45,7 +46,7 @@ import crc32c as _crc32c
 
 from kafkalab.errors import CorruptRecordError
 
-Buffer = Union[bytes, bytearray, memoryview, "mmap.mmap"]  # noqa: F821 - any buffer-protocol object
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]  # any buffer-protocol object
 
 LOG_OVERHEAD = 12  # offset int64 + size int32, common to every magic
 MAGIC_OFFSET = 16  # the magic byte sits at byte 16 in v0, v1 and v2 alike

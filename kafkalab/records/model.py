@@ -11,6 +11,7 @@ of any magic; in a v2 batch with base offset 5 it is written with offset delta 2
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafkalab.records.header import NO_SEQUENCE, BatchHeader, Compression, TimestampType
@@ -94,7 +95,7 @@ class RecordBatch:
     def is_transactional(self) -> bool:
         return self.header.is_transactional
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Record]:
         return iter(self.records)
 
     def __len__(self) -> int:

@@ -239,7 +239,7 @@ def decode_v2_batch(buf, header: BatchHeader, *, check_crc: bool = True,
     else:
         region = records_region(buf, header, limit_bytes=limit_bytes)
         cursor, end = 0, len(region)
-    records = []
+    records: list[Record] = []
     for _ in range(header.records_count):
         if cursor >= end:
             raise CorruptRecordError(

@@ -94,7 +94,7 @@ class _Reader:
     def __init__(self, data: bytes) -> None:
         self.data, self.cursor = data, 0
 
-    def take(self, fmt: str):  # type: ignore[no-untyped-def]
+    def take(self, fmt: str):
         size = struct.calcsize(fmt)
         if self.cursor + size > len(self.data):
             raise CorruptRecordError(f"{fmt} field runs past {len(self.data)} bytes", position=self.cursor)
@@ -170,7 +170,7 @@ def _timestamp_label(header: BatchHeader) -> str:
     return header.timestamp_type.label
 
 
-def batch_line(header: BatchHeader, buf) -> str:  # type: ignore[no-untyped-def]
+def batch_line(header: BatchHeader, buf) -> str:
     """One batch line, exactly as ``DumpLogSegments.printBatchLevel`` prints it."""
     if header.magic >= 2:
         horizon = header.delete_horizon_ms
@@ -252,7 +252,7 @@ def _prints_contents(args: argparse.Namespace) -> bool:
 # ----------------------------------------------------------------------------- .log dumper
 
 
-def _open(path: Path):  # type: ignore[no-untyped-def]
+def _open(path: Path):
     """Map the file read-only (no copy); the map closes when the last view of it is dropped."""
     with open(path, "rb") as f:
         if f.seek(0, 2) == 0:
