@@ -1,0 +1,6 @@
+"""kafkalab's client side: a small blocking network client and a server launcher.
+
+:mod:`kafkalab.client.launcher` starts ``kafkalab server-start`` as a child process and learns
+its port; :mod:`kafkalab.client.connection` speaks the Kafka protocol to a broker over one
+blocking socket (bootstrap, ApiVersions negotiation, Metadata) and is what the CLI tools use.
+"""
