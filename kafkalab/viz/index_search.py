@@ -372,6 +372,9 @@ def _draw_index(ax: Any, name: str, entries: list[tuple[int, int]], probes: tupl
                     xytext=(6, 6), fontsize=8)
     if 0 <= found_slot < count:
         ax.plot(found_slot, entries[found_slot][0], "*", color="#e45756", markersize=15)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     unit = "timestamp (ms)" if name == "time" else "offset"
     ax.set_ylabel(unit, fontsize=8)
     ax.set_xlabel(f".{'timeindex' if name == 'time' else 'index'} slot "
