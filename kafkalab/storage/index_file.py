@@ -13,15 +13,17 @@ in zero bytes, which is why recovery rebuilds it::
 ``max_entries`` is the file length divided by the entry size, exactly as Kafka derives it from
 its memory map, so a trimmed (inactive) index is full until :meth:`IndexFile.resize` grows it.
 
-Kafka maps the file into memory and binary-searches the mapped bytes. kafkalab writes entries
-to the file with ``os.pwrite`` and keeps the two columns in native-order numpy arrays beside
-it, because searching big-endian bytes would force a byte swap on every lookup; the file stays
-the only thing that is read back on reopen. An index is 8 or 12 bytes per
+Like Kafka, kafkalab writes entries through a shared memory map of the preallocated file (no
+system call per entry; the map is dropped before the file is resized). For searching it keeps
+the two columns in native-order numpy arrays beside the map, because searching big-endian
+bytes would force a byte swap on every lookup; the file stays the only thing read back on
+reopen. An index is 8 or 12 bytes per
 ``index.interval.bytes`` (4 KiB) of log, so the arrays are small.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 from typing import ClassVar
@@ -77,10 +79,15 @@ class IndexFile:
         if newly_created:
             os.ftruncate(self._fd, self._round_down(max_index_bytes))
         self._length_bytes = os.fstat(self._fd).st_size
+        self._max_entries = self._length_bytes // self.ENTRY_SIZE
+        self._map: mmap.mmap | None = None  # writable map, created on the first append
         self.invalid_bytes = self._length_bytes % self.ENTRY_SIZE
         self._keys = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
         self._values = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
         self._count = 0
+        # The last entry as Python ints: the append path compares against it on every batch.
+        self._last_key = 0
+        self._last_value = 0
         if not newly_created:
             self._load()
 
@@ -92,7 +99,7 @@ class IndexFile:
 
     @property
     def max_entries(self) -> int:
-        return self._length_bytes // self.ENTRY_SIZE
+        return self._max_entries
 
     @property
     def size_bytes(self) -> int:
@@ -104,7 +111,7 @@ class IndexFile:
         return self._length_bytes
 
     def is_full(self) -> bool:
-        return self._count >= self.max_entries
+        return self._count >= self._max_entries
 
     def _round_down(self, size_bytes: int) -> int:
         return size_bytes - size_bytes % self.ENTRY_SIZE
@@ -125,6 +132,14 @@ class IndexFile:
         self._keys[:count] = table["key"]
         self._values[:count] = table["value"]
         self._count = count
+        self._remember_last()
+
+    def _remember_last(self) -> None:
+        if self._count:
+            self._last_key = int(self._keys[self._count - 1])
+            self._last_value = int(self._values[self._count - 1])
+        else:
+            self._last_key = self._last_value = 0
 
     def _grow(self, capacity: int) -> None:
         if capacity <= len(self._keys):
@@ -137,13 +152,20 @@ class IndexFile:
 
     def _append_entry(self, key: int, value: int, encoded: bytes) -> None:
         # Callers check is_full first and raise a typed error; reaching here full is a bug.
-        assert self._count < self.max_entries, f"append to a full {self.KIND} {self.path}"
-        if self._count == len(self._keys):
-            self._grow(min(2 * self._count, max(self.max_entries, 1)))
-        os.pwrite(self._fd, encoded, self._count * self.ENTRY_SIZE)
-        self._keys[self._count] = key
-        self._values[self._count] = value
-        self._count += 1
+        count = self._count
+        assert count < self._max_entries, f"append to a full {self.KIND} {self.path}"
+        if count == len(self._keys):
+            self._grow(min(2 * count, max(self._max_entries, 1)))
+        view = self._map
+        if view is None:
+            view = self._map = mmap.mmap(self._fd, self._length_bytes)
+        start = count * self.ENTRY_SIZE
+        view[start : start + self.ENTRY_SIZE] = encoded
+        self._keys[count] = key
+        self._values[count] = value
+        self._count = count + 1
+        self._last_key = key
+        self._last_value = value
 
     def key_at(self, slot: int) -> int:
         return int(self._keys[slot])
@@ -172,8 +194,10 @@ class IndexFile:
         count = max(0, min(count, self._count))
         tail = (self._count - count) * self.ENTRY_SIZE
         if tail:
+            self._unmap()
             os.pwrite(self._fd, bytes(tail), count * self.ENTRY_SIZE)
         self._count = count
+        self._remember_last()
 
     def reset(self) -> None:
         """Drop every entry and re-extend the file (recovery rebuilds the index from the log)."""
@@ -186,8 +210,10 @@ class IndexFile:
         new_length = max(self._round_down(max_index_bytes), self.size_bytes)
         if new_length == self._length_bytes:
             return False
+        self._unmap()
         os.ftruncate(self._fd, new_length)
         self._length_bytes = new_length
+        self._max_entries = new_length // self.ENTRY_SIZE
         self.invalid_bytes = 0
         return True
 
@@ -195,10 +221,18 @@ class IndexFile:
         """Shrink the file to exactly the entries written (done on roll and on close)."""
         self.resize(self.size_bytes)
 
+    def _unmap(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
     def flush(self) -> None:
+        if self._map is not None:
+            self._map.flush()
         os.fsync(self._fd)
 
     def close(self) -> None:
+        self._unmap()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

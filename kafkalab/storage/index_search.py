@@ -95,14 +95,13 @@ def floor_slot(keys: np.ndarray, count: int, target: int, entry_size: int) -> in
     """
     if count == 0:
         return -1
-    first_hot = first_hot_slot(count, entry_size)
+    warm = WARM_SECTION_BYTES // entry_size
+    first_hot = count - 1 - warm if count - 1 > warm else 0
     if keys[first_hot] < target:
-        section = keys[first_hot:count]
-        return first_hot + int(np.searchsorted(section, target, side="right")) - 1
+        return first_hot + int(keys[first_hot:count].searchsorted(target, "right")) - 1
     if keys[0] > target:
         return -1
-    section = keys[: first_hot + 1]
-    return int(np.searchsorted(section, target, side="right")) - 1
+    return int(keys[: first_hot + 1].searchsorted(target, "right")) - 1
 
 
 ProbeCallback = Callable[[int, int, str], None]

@@ -31,7 +31,7 @@ import bisect
 import os
 import random
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -39,6 +39,7 @@ from typing import Protocol
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError, OffsetOutOfRangeError, StorageError
 from kafkalab.records.header import BatchHeader
+from kafkalab.storage.log_append import ShallowBatch
 from kafkalab.storage import events as ev
 from kafkalab.storage import log_append
 from kafkalab.storage.leader_epoch import LeaderEpochCache
@@ -204,7 +205,9 @@ class Log:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         return info
 
-    def _append(self, data: bytes | bytearray, headers: list[BatchHeader], info: LogAppendInfo) -> None:
+    def _append(
+        self, data: bytes | bytearray, headers: Sequence[ShallowBatch | BatchHeader], info: LogAppendInfo
+    ) -> None:
         segment = self._maybe_roll(len(data), info)
         segment.append(info.last_offset, info.max_timestamp, data, headers)
         self._next_offset = info.last_offset + 1
@@ -261,10 +264,13 @@ class Log:
 
     def lookup(self, offset: int) -> tuple[LogSegment, EntryPosition] | None:
         """The segment and batch holding ``offset`` (or the first batch after it)."""
-        self._check_offset(offset)
-        slot = bisect.bisect_right(self._base_offsets, offset) - 1
+        if offset < self.log_start_offset or offset > self._next_offset:
+            self._check_offset(offset)
+        segments = self._segments
+        slot = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
         traced = bool(self._listeners)
-        for segment in self._segments[max(slot, 0):]:
+        for position in range(slot, len(segments)):
+            segment = segments[position]
             if traced:
                 ev.emit(self._listeners, ev.LookupStep("segment", offset, segment.base_offset))
                 entry = segment.translate_offset_traced(offset)

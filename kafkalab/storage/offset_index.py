@@ -28,6 +28,7 @@ from kafkalab.storage.index_file import IndexFile
 
 ENTRY = struct.Struct(">ii")
 RELATIVE_OFFSET_MAX = 2**31 - 1  # relative offsets are stored as int32
+WARM_ENTRIES = index_search.warm_entries(8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +49,16 @@ class OffsetIndex(IndexFile):
     @property
     def last_offset(self) -> int:
         """The largest offset indexed, or the base offset when empty (Kafka's ``lastOffset``)."""
-        if self._count == 0:
-            return self.base_offset
-        return self.base_offset + int(self._keys[self._count - 1])
+        return self.base_offset + self._last_key
 
     def append(self, offset: int, position: int) -> None:
         """Add ``offset -> position``; offsets must strictly increase (``OffsetIndex.append``)."""
-        if self.is_full():
+        if self._count >= self._max_entries:
             raise StorageError(
                 f"attempt to append to a full offset index {self.path} "
                 f"({self._count} of {self.max_entries} entries)"
             )
-        if self._count > 0 and offset <= self.last_offset:
+        if self._count > 0 and offset <= self.base_offset + self._last_key:
             raise InvalidRecordError(
                 f"attempt to append offset {offset} to slot {self._count} of {self.path}, "
                 f"no larger than the last offset appended ({self.last_offset})"
@@ -82,6 +81,26 @@ class OffsetIndex(IndexFile):
         if slot < 0:
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(self.base_offset + int(self._keys[slot]), int(self._values[slot]))
+
+    def floor_position(self, target_offset: int) -> int:
+        """Just the position of :meth:`lookup` (0 when no entry is <= the target).
+
+        The hot path of every fetch: :func:`index_search.floor_slot` inlined, same warm/cold
+        choice, same numpy search inside the chosen section.
+        """
+        count = self._count
+        if count == 0:
+            return 0
+        keys = self._keys
+        target = target_offset - self.base_offset
+        first_hot = count - 1 - WARM_ENTRIES if count - 1 > WARM_ENTRIES else 0
+        if keys[first_hot] < target:
+            slot = first_hot + int(keys[first_hot:count].searchsorted(target, "right")) - 1
+        elif keys[0] > target:
+            return 0
+        else:
+            slot = int(keys[: first_hot + 1].searchsorted(target, "right")) - 1
+        return int(self._values[slot])
 
     def lookup_traced(
         self, target_offset: int, on_probe: index_search.ProbeCallback

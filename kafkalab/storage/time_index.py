@@ -53,14 +53,16 @@ class TimeIndex(IndexFile):
     def last_entry(self) -> TimestampOffset:
         if self._count == 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        slot = self._count - 1
-        return TimestampOffset(self.key_at(slot), self.base_offset + self.value_at(slot))
+        return TimestampOffset(self._last_key, self.base_offset + self._last_value)
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
         """Append ``(timestamp, offset)`` if ``timestamp`` is larger than the last one.
 
         Returns whether an entry was written. Mirrors ``TimeIndex.maybeAppend``.
         """
+        count = self._count
+        if count and timestamp == self._last_key and offset >= self.base_offset + self._last_value:
+            return False  # the common case: the max timestamp did not grow
         if not skip_full_check and self.is_full():
             raise StorageError(
                 f"attempt to append to a full time index {self.path} "
