@@ -38,7 +38,8 @@ from typing import Protocol
 
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError, OffsetOutOfRangeError, StorageError
-from kafkalab.records.header import BatchHeader
+from kafkalab.records import decode_batch
+from kafkalab.records.header import BatchHeader, read_header
 from kafkalab.storage.log_append import ShallowBatch
 from kafkalab.storage import events as ev
 from kafkalab.storage import log_append
@@ -310,9 +311,22 @@ class Log:
             if segment.max_timestamp_so_far >= timestamp_ms:
                 entry = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
                 if entry is not None:
-                    offset = max(entry.base_offset, self.log_start_offset)
-                    return TimestampAndOffset(entry.max_timestamp, offset, self._epoch_for(offset))
+                    return self._first_record_at_or_after(segment, entry, timestamp_ms)
         return None
+
+    def _first_record_at_or_after(
+        self, segment: LogSegment, entry: EntryPosition, timestamp_ms: int
+    ) -> TimestampAndOffset:
+        """Inside the batch found by its max timestamp, the first record whose timestamp is
+        >= the target (``FileRecords.searchForTimestamp`` decodes the batch the same way)."""
+        data = FileSlice(segment.log_path, entry.position, entry.size_bytes).read_bytes()
+        batch = decode_batch(data, read_header(data, 0))
+        for record in batch.records:
+            if record.timestamp >= timestamp_ms and record.offset >= self.log_start_offset:
+                return TimestampAndOffset(record.timestamp, record.offset, self._epoch_for(record.offset))
+        # Only reachable if the header's max timestamp disagrees with its records.
+        offset = max(entry.base_offset, self.log_start_offset)
+        return TimestampAndOffset(entry.max_timestamp, offset, self._epoch_for(offset))
 
     def _epoch_for(self, offset: int) -> int | None:
         epoch = None

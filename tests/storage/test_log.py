@@ -261,8 +261,10 @@ def test_offset_for_timestamp_and_special_values(open_log) -> None:
     log = open_log(LogConfig(segment_bytes=500))
     for i in range(10):
         log.append_as_leader(build_batch(2, timestamp_ms=1000 + 100 * i), 3)
-    found = log.offset_for_timestamp(1250)
-    assert found is not None and found.offset == 6 and found.timestamp >= 1250
+    found = log.offset_for_timestamp(1250)  # batch 2 holds 1200, 1201; batch 3 starts at 1300
+    assert found is not None and (found.offset, found.timestamp, found.leader_epoch) == (6, 1300, 3)
+    inside = log.offset_for_timestamp(1501)  # the second record of batch 5
+    assert inside is not None and (inside.offset, inside.timestamp) == (11, 1501)
     assert log.offset_for_timestamp(-2).offset == 0
     assert log.offset_for_timestamp(-1).offset == 20
     assert log.offset_for_timestamp(-3).timestamp == 1901
