@@ -194,3 +194,13 @@ class InvalidRequestError(KafkaError):
     offsets file with a duplicate partition."""
 
     error_code = ErrorCode.INVALID_REQUEST
+
+
+class NetworkError(KafkaError):
+    """A connection that could not be made, was closed, or timed out mid-request."""
+
+    error_code = ErrorCode.NETWORK_EXCEPTION
+
+
+class BrokerResponseError(KafkaError):
+    """A broker answered a request with a non-zero error code (carried as ``error_code``)."""

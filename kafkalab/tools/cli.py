@@ -24,6 +24,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "configs": ("configs", "Describe and alter dynamic configs of topics, brokers, users, clients (kafka-configs.sh)."),
     "delete-records": ("delete_records", "Move partitions' log start offsets from a JSON file (kafka-delete-records.sh)."),
     "server-start": ("server_start", "Run a broker that real Kafka clients can use (kafka-server-start.sh)."),
+    "topics": ("topics", "Create, list, describe, alter and delete topics (kafka-topics.sh)."),
+    "console-producer": ("console_producer", "Send lines from stdin as records (kafka-console-producer.sh)."),
+    "console-consumer": ("console_consumer", "Print records of a partition to stdout (kafka-console-consumer.sh)."),
 }
 
 
