@@ -25,6 +25,8 @@ class LeaderEpochCache:
     def __init__(self, path: Path, entries: list[tuple[int, int]] | None = None) -> None:
         self.path = Path(path)
         self._entries: list[tuple[int, int]] = list(entries or [])
+        # Written only after a change: the checkpoint costs two fsyncs (file and directory).
+        self.dirty = not self.path.exists()
 
     @classmethod
     def load(cls, path: Path) -> LeaderEpochCache:
@@ -48,6 +50,7 @@ class LeaderEpochCache:
         while self._entries and self._entries[-1][1] >= start_offset:
             self._entries.pop()
         self._entries.append((epoch, start_offset))
+        self.dirty = True
         return True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -62,7 +65,9 @@ class LeaderEpochCache:
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs that start at or after ``end_offset`` (the log was truncated there)."""
-        self._entries = [(e, s) for e, s in self._entries if s < end_offset]
+        kept = [(e, s) for e, s in self._entries if s < end_offset]
+        self.dirty = self.dirty or kept != self._entries
+        self._entries = kept
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Move the first kept epoch's start up to ``start_offset`` (log start moved)."""
@@ -70,10 +75,18 @@ class LeaderEpochCache:
         earlier = [(e, s) for e, s in self._entries if s < start_offset]
         if earlier:
             kept.insert(0, (earlier[-1][0], start_offset))
+        self.dirty = self.dirty or kept != self._entries
         self._entries = kept
 
     def clear(self) -> None:
+        self.dirty = self.dirty or bool(self._entries)
         self._entries = []
 
     def write(self) -> None:
         checkpoints.write_leader_epochs(self.path, self._entries)
+        self.dirty = False
+
+    def maybe_write(self) -> None:
+        """Write the checkpoint if anything changed since the last write."""
+        if self.dirty:
+            self.write()

@@ -187,8 +187,9 @@ class Log:
         info = log_append.summarize(
             headers, append_time_ms if append_time_ms is not None else -1, self.log_start_offset
         )
-        self._append(buf, headers, info)
+        # As in Kafka, the epoch cache learns the epoch before the data is written.
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        self._append(buf, headers, info)
         return info
 
     def append_as_follower(self, records: bytes | bytearray) -> LogAppendInfo:
@@ -200,10 +201,10 @@ class Log:
                 f"offset {self._next_offset} of {self.directory.name}"
             )
         info = log_append.summarize(headers, -1, self.log_start_offset)
-        self._append(records, headers, info)
         for header in headers:
             if header.magic >= 2:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        self._append(records, headers, info)
         return info
 
     def _append(
@@ -368,7 +369,7 @@ class Log:
         if target >= self._next_offset:
             self._unflushed_messages = 0
         self._last_flush_ms = self.clock.milliseconds()
-        self.leader_epoch_cache.write()
+        self.leader_epoch_cache.maybe_write()
         if self._listeners:
             ev.emit(self._listeners, ev.Flushed(target))
 
@@ -385,7 +386,7 @@ class Log:
         """Flush nothing extra; write the final index entries, trim and release every file."""
         if self.closed:
             return
-        self.leader_epoch_cache.write()
+        self.leader_epoch_cache.maybe_write()
         for segment in self._segments:
             segment.close()
         self.closed = True

@@ -19,7 +19,7 @@ from kafkalab.errors import (
     RecordTooLargeError,
     UnsupportedForMessageFormatError,
 )
-from kafkalab.storage import Log, LogConfig, LookupStep, SegmentRolled
+from kafkalab.storage import IndexEntryAppended, Log, LogConfig, LookupStep, SegmentRolled
 
 
 def decode_all(data: bytes) -> list[tuple[int, int, bytes]]:
@@ -120,10 +120,13 @@ def test_leader_rejects_legacy_magic(open_log) -> None:
 def test_index_interval_rule_example(open_log) -> None:
     """kafka-facts: batches of 1780, 160, 2790 bytes -> the next batch gets offset 3 -> 4730."""
     log = open_log()
+    appended: list[IndexEntryAppended] = []
+    log.subscribe(lambda e: appended.append(e) if isinstance(e, IndexEntryAppended) else None)
     for size in (1780, 160, 2790, 500):
         log.append_as_leader(batch_of_size(size), 0)
     segment = log.active_segment
     assert segment.offset_index.raw_entries() == [(3, 4730)]
+    assert appended[0] == IndexEntryAppended("offset", 0, 3, 4730)
     assert segment.time_index.raw_entries() == [(1000, 3)] or segment.time_index.entries == 1
 
 
@@ -296,3 +299,15 @@ def test_flush_ms(open_log, clock: ManualClock) -> None:
     clock.advance_ms(1000)
     log.append_as_leader(build_batch(1), 0)
     assert log.recovery_point == 2
+
+
+def test_leader_epoch_checkpoint_written_on_change_only(open_log, log_dir: Path) -> None:
+    log = open_log(LogConfig(flush_messages=1))
+    log.append_as_leader(build_batch(2), leader_epoch=0)
+    path = log_dir / "leader-epoch-checkpoint"
+    assert path.read_text() == "0\n1\n0 0\n"
+    mtime = path.stat().st_mtime_ns
+    log.append_as_leader(build_batch(2), leader_epoch=0)
+    assert path.stat().st_mtime_ns == mtime
+    log.append_as_leader(build_batch(1), leader_epoch=5)
+    assert path.read_text() == "0\n2\n0 0\n5 4\n"
