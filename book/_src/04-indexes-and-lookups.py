@@ -177,14 +177,14 @@ print(f"scanned {ts_trace.bytes_scanned} bytes; first record at or after the tar
 #
 # One more detail: the answer is a **record**, not a batch. The scan stops at the batch holding
 # offsets 21..42 (its largest timestamp, ...442, is the first to reach the target) and then walks
-# its records to offset 30, the first stamped ...430 -- which is what Kafka's
-# `LogSegment.findOffsetByTimestamp` returns. kafkalab's `Log.offset_for_timestamp` currently stops
-# one step earlier and answers with the batch's first offset:
+# its records to offset 30, the first stamped ...430 -- as Kafka's
+# `LogSegment.findOffsetByTimestamp` does. `Log.offset_for_timestamp`, which answers `ListOffsets`
+# requests, gives the same record:
 
 # %%
 engine_answer = log.offset_for_timestamp(1557554753430)
 print(engine_answer)
-assert ts_trace.scanned[-1].base_offset == engine_answer.offset <= ts_trace.found_offset == 30
+assert (engine_answer.timestamp, engine_answer.offset) == (ts_trace.found_timestamp, ts_trace.found_offset)
 
 # %%
 widget = viz.show_index_search(log, "timestamp", 1557554753430)
