@@ -203,3 +203,15 @@ def test_log_manager_corrupt_checkpoint_falls_back(tmp_path: Path, clock: Manual
     assert any("resetting recovery points to 0" in w for w in again.warnings)
     assert again.get_log("t", 0).log_end_offset == 3  # type: ignore[union-attr]
     again.shutdown()
+
+
+def test_corrupt_leader_epoch_checkpoint_is_rebuilt_from_batches(log_dir: Path, clock: ManualClock) -> None:
+    log = reopen(log_dir, clock)
+    log.append_as_leader(build_batch(3), 2)
+    log.append_as_leader(build_batch(3), 5)
+    log.close()
+    (log_dir / "leader-epoch-checkpoint").write_text("0\n7\ngarbage")
+    again = reopen(log_dir, clock, had_clean_shutdown=True)
+    assert again.leader_epoch_cache.entries == [(2, 0), (5, 3)]
+    again.close()
+    assert (log_dir / "leader-epoch-checkpoint").read_text() == "0\n2\n2 0\n5 3\n"
