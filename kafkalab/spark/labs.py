@@ -1,0 +1,100 @@
+"""Analysis helpers the Spark labs call (the labs' notebooks keep no library code in cells).
+
+Theory of operation
+-------------------
+Each helper is a small, testable function over Spark or numpy data that answers one of the
+labs' questions, plus :func:`check`, which compares a learner's prediction with a measured value
+and explains the difference instead of failing with a bare ``AssertionError``.
+
+* :func:`predicted_index_entries` replays Kafka's offset-index rule (``LogSegment.append``: an
+  entry goes in *before* a batch when more than ``index.interval.bytes`` were appended since the
+  last entry; the first batch of a segment never gets one) over a segment's batch sizes.
+  Worked example: batches of 1780, 160, 2790 and 500 bytes with the default interval 4096
+  get one entry, before the fourth batch (at position 4730, since 4730 > 4096 bytes).
+* :func:`actual_index_entries` counts the valid entries in each ``.index`` file of a partition.
+* :func:`with_kafka_partition` adds the partition Kafka's murmur2 partitioner picks for each
+  key, computed in the Spark workers with the vectorised :func:`kafkalab.partitioner.partitions_for_keys`.
+* :func:`moved_share` is the share of keys whose partition changes when a topic grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kafkalab.partitioner import partitions_for_keys
+from kafkalab.spark.planning import list_segments, read_offset_index
+
+RELATIVE_TOLERANCE_DEFAULT = 0.0
+
+
+def predicted_index_entries(batch_sizes: Sequence[int], index_interval_bytes: int) -> int:
+    """How many ``.index`` entries Kafka writes for a segment with these batch sizes, in order."""
+    entries = 0
+    since_last = 0
+    for size in batch_sizes:
+        if since_last > index_interval_bytes:
+            entries += 1
+            since_last = 0
+        since_last += size
+    return entries
+
+
+def actual_index_entries(partition_dir: str | Path) -> dict[str, int]:
+    """Valid entries per ``.index`` file of a partition directory, keyed by ``.log`` name."""
+    counts = {}
+    for base, log_path in list_segments(Path(partition_dir)):
+        entries = read_offset_index(log_path.with_suffix(".index"), base, log_path.stat().st_size)
+        counts[log_path.name] = len(entries)
+    return counts
+
+
+def _kafka_partition_batches(batches: Iterable[Any], num_partitions: int) -> Iterator[Any]:
+    import pyarrow as pa
+
+    for batch in batches:
+        keys = batch.column(batch.schema.get_field_index("key"))
+        if keys.null_count:
+            raise ValueError("null keys have no murmur2 partition (Kafka uses the sticky partitioner)")
+        offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset:keys.offset + len(keys) + 1]
+        data = np.frombuffer(keys.buffers()[2], dtype=np.uint8) if keys.buffers()[2] else np.zeros(0, np.uint8)
+        placed = partitions_for_keys(data, offsets, num_partitions)
+        yield batch.append_column("kafka_partition", pa.array(placed, type=pa.int32()))
+
+
+def with_kafka_partition(df: Any, num_partitions: int) -> Any:
+    """``df`` (with a binary ``key`` column) plus ``kafka_partition``: murmur2 placement."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    schema = StructType(df.schema.fields + [StructField("kafka_partition", IntegerType())])
+    return df.mapInArrow(lambda it: _kafka_partition_batches(it, num_partitions), schema)
+
+
+def moved_share(keys: Sequence[bytes], old_partitions: int, new_partitions: int) -> float:
+    """Share of ``keys`` whose murmur2 partition differs between the two partition counts."""
+    if not keys:
+        return 0.0
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in keys], out=offsets[1:])
+    data = np.frombuffer(b"".join(keys), dtype=np.uint8)
+    before = partitions_for_keys(data, offsets, old_partitions)
+    after = partitions_for_keys(data, offsets, new_partitions)
+    return float(np.mean(before != after))
+
+
+def check(name: str, predicted: Any, actual: Any, *, rel_tol: float = RELATIVE_TOLERANCE_DEFAULT) -> str:
+    """Compare a prediction with the engine's answer; raise a friendly AssertionError if off."""
+    if predicted is None or predicted is ...:
+        raise AssertionError(f"{name}: write your prediction first (replace the ... with a value)")
+    if isinstance(actual, (int, float)) and isinstance(predicted, (int, float)):
+        ok = abs(predicted - actual) <= rel_tol * max(abs(actual), 1e-12)
+    else:
+        ok = predicted == actual
+    if not ok:
+        raise AssertionError(
+            f"{name}: you predicted {predicted!r}, the engine says {actual!r}. "
+            "Re-read the cells above and try again -- the difference is the lesson.")
+    return f"{name}: correct ({actual!r})"
