@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import mmap
+import re
 import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from kafkalab.errors import CorruptRecordError, KafkaError
+from kafkalab.errors import KafkaError
 from kafkalab.records import (
     BatchHeader,
     Record,
@@ -45,8 +45,15 @@ from kafkalab.records import (
     verify_crc,
 )
 from kafkalab.records.control import ControlRecordType
+from kafkalab.tools.decoders import (
+    control_record_text,
+    parse_cluster_metadata,
+    parse_offsets,
+    parse_transactions,
+)
 
 Dumper = Callable[[Path, argparse.Namespace, TextIO], None]
+Parser = Callable[[Record], tuple[str | None, str | None]]
 MAX_BYTES_DEFAULT = 2**31 - 1  # Kafka's Integer.MAX_VALUE: "no limit"
 MAX_MESSAGE_SIZE_DEFAULT = 5 * 1024 * 1024  # kafka-dump-log's --max-message-size default
 RECORD_INDENT = "|"
@@ -63,6 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Omit the per-record metadata, print only the content.")
     parser.add_argument("--offsets-decoder", action="store_true",
                         help="Decode records as __consumer_offsets entries (implies --print-data-log).")
+    parser.add_argument("--transaction-log-decoder", action="store_true",
+                        help="Decode records as __transaction_state entries (implies --print-data-log).")
+    parser.add_argument("--cluster-metadata-decoder", action="store_true",
+                        help="Decode records as KRaft cluster metadata records (implies --print-data-log).")
     parser.add_argument("--max-bytes", type=int, default=MAX_BYTES_DEFAULT,
                         help="Read at most this many bytes of each log file.")
     parser.add_argument("--index-sanity-check", action="store_true",
@@ -84,83 +95,6 @@ def parse_plain(record: Record) -> tuple[str | None, str | None]:
     """Kafka's default: key and value as UTF-8 strings (``StringDecoder``)."""
     return (None if record.key is None else _utf8(record.key),
             None if record.value is None else _utf8(record.value))
-
-
-class _Reader:
-    """Big-endian reads over one key or value; any overrun is a CorruptRecordError."""
-
-    __slots__ = ("data", "cursor")
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.cursor = data, 0
-
-    def take(self, fmt: str):
-        size = struct.calcsize(fmt)
-        if self.cursor + size > len(self.data):
-            raise CorruptRecordError(f"{fmt} field runs past {len(self.data)} bytes", position=self.cursor)
-        (value,) = struct.unpack_from(fmt, self.data, self.cursor)
-        self.cursor += size
-        return value
-
-    def string(self) -> str:
-        length = self.take(">h")
-        if length < 0 or self.cursor + length > len(self.data):
-            raise CorruptRecordError(f"string length {length} invalid", position=self.cursor)
-        text = self.data[self.cursor : self.cursor + length].decode("utf-8", errors="replace")
-        self.cursor += length
-        return text
-
-
-# OffsetCommitValue fields per version (Kafka's OffsetCommitValue.json, non-flexible versions).
-_OFFSET_COMMIT_VALUE_FIELDS = {
-    0: (("offset", ">q"), ("metadata", "str"), ("commitTimestamp", ">q")),
-    1: (("offset", ">q"), ("metadata", "str"), ("commitTimestamp", ">q"), ("expireTimestamp", ">q")),
-    2: (("offset", ">q"), ("metadata", "str"), ("commitTimestamp", ">q")),
-    3: (("offset", ">q"), ("leaderEpoch", ">i"), ("metadata", "str"), ("commitTimestamp", ">q")),
-}
-
-
-def _offset_commit_value(reader: _Reader, version: int) -> dict[str, object]:
-    fields = _OFFSET_COMMIT_VALUE_FIELDS.get(version)
-    if fields is None:
-        raise CorruptRecordError(f"OffsetCommitValue version {version} is not decoded", position=0)
-    return {name: reader.string() if fmt == "str" else reader.take(fmt) for name, fmt in fields}
-
-
-def _json(obj: object) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-def parse_offsets(record: Record) -> tuple[str | None, str | None]:
-    """``--offsets-decoder``: __consumer_offsets keys and offset-commit values as Kafka's JSON.
-
-    Key versions 0/1 are ``OffsetCommitKey`` (group, topic, partition) and 2 is
-    ``GroupMetadataKey``; a null value is a tombstone, printed ``<DELETE>``.
-    """
-    if record.key is None:
-        raise CorruptRecordError(
-            f"Failed to decode message at offset {record.offset} using offset topic decoder "
-            "(message had a missing key)", position=0)
-    try:
-        key = _Reader(record.key)
-        key_version = key.take(">h")
-        if key_version in (0, 1):
-            data = {"group": key.string(), "topic": key.string(), "partition": key.take(">i")}
-        elif key_version == 2:
-            data = {"group": key.string()}
-        else:
-            return f"Unknown record type {key_version} at offset {record.offset}, skipping.", None
-        key_text = _json({"type": str(key_version), "data": data})
-        if record.value is None:
-            return key_text, "<DELETE>"
-        if key_version == 2:
-            return key_text, f"Error at offset {record.offset}, skipping. GroupMetadataValue is not decoded by kafkalab"
-        value = _Reader(record.value)
-        value_version = value.take(">h")
-        payload = _offset_commit_value(value, value_version)
-        return key_text, _json({"version": str(value_version), "data": payload})
-    except CorruptRecordError as exc:
-        return f"Error at offset {record.offset}, skipping. {exc.reason}", None
 
 
 # ----------------------------------------------------------------------------- lines
@@ -199,16 +133,27 @@ def _bool(flag: bool) -> str:
 
 
 def _control_text(record: Record) -> str:
-    control = parse_control_record(record)
-    if control.is_end_txn_marker:
-        return f" endTxnMarker: {control.type.name} coordinatorEpoch: {control.coordinator_epoch}"
+    """What follows the metadata of a control record: the marker, or a KRaft message as JSON.
+
+    A control record that does not decode prints its reason in place of the payload; the
+    dump goes on with the next record.
+    """
+    try:
+        control = parse_control_record(record)
+        if control.is_end_txn_marker:
+            return f" endTxnMarker: {control.type.name} coordinatorEpoch: {control.coordinator_epoch}"
+        message = control_record_text(control.type_id, record.value)
+    except KafkaError as exc:
+        return f" controlType: invalid control record at offset {record.offset}: {exc}"
+    if message is not None:
+        return message
     if control.type is ControlRecordType.UNKNOWN:
         return f" controlType: UNKNOWN({control.type_id})"
     return f" controlType: {control.type.name}({control.type_id})"
 
 
 def record_line(record: Record, header: BatchHeader, args: argparse.Namespace,
-                parse: Callable[[Record], tuple[str | None, str | None]]) -> str:
+                parse: Parser) -> str:
     """One ``| offset: ...`` line, as ``DumpLogSegments.dumpLog`` prints it."""
     parts: list[str] = []
     prefix = f"{RECORD_INDENT} "
@@ -245,8 +190,24 @@ def _legacy_crc(record: Record, header: BatchHeader) -> int:
     return struct.unpack_from(">I", inner, 12)[0]
 
 
+# Decoder flag -> payload parser; the first flag set wins, in Kafka's order.
+DECODERS: dict[str, Parser] = {
+    "offsets_decoder": parse_offsets,
+    "transaction_log_decoder": parse_transactions,
+    "cluster_metadata_decoder": parse_cluster_metadata,
+}
+
+
+def _parser(args: argparse.Namespace) -> Parser:
+    for flag, parse in DECODERS.items():
+        if getattr(args, flag, False):
+            return parse
+    return parse_plain
+
+
 def _prints_contents(args: argparse.Namespace) -> bool:
-    return bool(args.print_data_log or args.offsets_decoder)
+    """``--print-data-log`` or any decoder flag (each implies it, as in Kafka)."""
+    return bool(args.print_data_log) or any(getattr(args, flag, False) for flag in DECODERS)
 
 
 # ----------------------------------------------------------------------------- .log dumper
@@ -260,14 +221,31 @@ def _open(path: Path):
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
+BOOTSTRAP_CHECKPOINT_NAME = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
+_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")  # <end offset>-<epoch>.checkpoint
+
+
+def _first_line(path: Path) -> str:
+    """``Log starting offset`` for a segment; the snapshot id for a KRaft ``.checkpoint``."""
+    if path.suffix == ".checkpoint":
+        if path.name == BOOTSTRAP_CHECKPOINT_NAME:
+            return "KRaft bootstrap snapshot"
+        match = _SNAPSHOT_NAME.match(path.name)
+        if match is None:
+            raise KafkaError(f"{path.name} is not named <20-digit end offset>-<10-digit epoch>.checkpoint")
+        return f"Snapshot end offset: {int(match[1])}, epoch: {int(match[2])}"
+    stem = path.name.split(".")[0]
+    return f"Log starting offset: {int(stem) if stem.isdigit() else 0}"
+
+
 def dump_log_file(path: Path, args: argparse.Namespace, out: TextIO) -> None:
-    """Print one ``.log`` segment: batch lines, record lines when deep, trailing bytes."""
-    start_offset = int(path.name.split(".")[0]) if path.name.split(".")[0].isdigit() else 0
-    out.write(f"Log starting offset: {start_offset}\n")
+    """Print one ``.log`` segment or KRaft snapshot: batch lines, record lines when deep,
+    trailing bytes."""
+    out.write(_first_line(path) + "\n")
     data = _open(path)
     view = memoryview(data)[: min(len(data), args.max_bytes)]
     deep = args.deep_iteration or _prints_contents(args)
-    parse = parse_offsets if args.offsets_decoder else parse_plain
+    parse = _parser(args)
     walker = iter_headers(view)
     for header in walker:
         out.write(batch_line(header, view) + "\n")
@@ -280,7 +258,7 @@ def dump_log_file(path: Path, args: argparse.Namespace, out: TextIO) -> None:
         out.write(f"Found {trailing} invalid bytes at the end of {path.name}\n")
 
 
-DUMPERS: dict[str, Dumper] = {".log": dump_log_file}
+DUMPERS: dict[str, Dumper] = {".log": dump_log_file, ".checkpoint": dump_log_file}
 
 
 def all_dumpers() -> dict[str, Dumper]:
@@ -315,5 +293,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     return status
 
 
-__all__ = ["DUMPERS", "add_arguments", "all_dumpers", "batch_line", "dump_log_file",
-           "parse_offsets", "parse_plain", "record_line", "run"]
+__all__ = ["DECODERS", "DUMPERS", "add_arguments", "all_dumpers", "batch_line", "dump_log_file",
+           "parse_cluster_metadata", "parse_offsets", "parse_plain", "parse_transactions",
+           "record_line", "run"]

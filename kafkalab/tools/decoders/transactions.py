@@ -1,0 +1,62 @@
+"""``--transaction-log-decoder``: the transaction coordinator's records in ``__transaction_state``.
+
+Theory of operation
+-------------------
+The transaction coordinator (KIP-98) keeps one compacted record per transactional id. The key
+is record type 0 then ``TransactionLogKey`` (the transactional id); the value is
+``TransactionLogValue`` at version 0 or, once ``transaction.version`` 2 is finalized (KIP-890),
+the flexible version 1, whose tag section may carry the previous and next producer ids and the
+client's transaction version. Both are transcribed from Kafka's
+``transaction-coordinator/src/main/resources/common/message/`` specs.
+
+``transactionStatus`` is the coordinator's state id (Kafka's ``TransactionState``)::
+
+    0 Empty  1 Ongoing  2 PrepareCommit  3 PrepareAbort  4 CompleteCommit  5 CompleteAbort
+    6 Dead   7 PrepareEpochFence
+
+Worked example: ``app-1`` with producer id 1000, epoch 2, 60 s timeout, state Ongoing (1) and
+``orders`` partitions 0 and 3 prints (``kafka-dump-log.sh`` framing, one line)::
+
+    key: {"type":"0","data":{"transactionalId":"app-1"}} payload: {"version":"0","data":
+    {"producerId":1000,"producerEpoch":2,"transactionTimeoutMs":60000,"transactionStatus":1,
+    "transactionPartitions":[{"topic":"orders","partitionIds":[0,3]}],
+    "transactionLastUpdateTimestampMs":...,"transactionStartTimestampMs":...}}
+"""
+
+from __future__ import annotations
+
+from kafkalab.records import Record
+from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult, RecordType
+from kafkalab.tools.decoders.schema import field, spec
+
+TRANSACTION_LOG_TYPE = 0
+
+TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
+                      4: "CompleteCommit", 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+TRANSACTION_LOG_KEY = spec("TransactionLogKey", "0", None, field("TransactionalId", "string"))
+TRANSACTION_LOG_VALUE = spec(
+    "TransactionLogValue", "0-1", "1+",
+    field("ProducerId", "int64"),
+    field("PreviousProducerId", "int64", "1+", tag=0, default=-1),
+    field("NextProducerId", "int64", "1+", tag=1, default=-1),
+    field("ProducerEpoch", "int16"),
+    field("TransactionTimeoutMs", "int32"),
+    field("TransactionStatus", "int8"),
+    field("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
+        field("Topic", "string"), field("PartitionIds", "[]int32"))),
+    field("TransactionLastUpdateTimestampMs", "int64"),
+    field("TransactionStartTimestampMs", "int64"),
+    field("ClientTransactionVersion", "int16", "1+", tag=2, default=0),
+)
+
+TRANSACTION_DECODER = CoordinatorDecoder(
+    {TRANSACTION_LOG_TYPE: RecordType(TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)})
+
+
+def parse_transactions(record: Record) -> ParseResult:
+    """``(key, payload)`` text of one ``__transaction_state`` record."""
+    return TRANSACTION_DECODER.parse(record)
+
+
+__all__ = ["TRANSACTION_DECODER", "TRANSACTION_STATES", "parse_transactions"]
