@@ -23,8 +23,14 @@ connection 4 yields ``Outgoing(4, [size, body...])`` whose body lists every adve
 ``00 00 00 02 ...`` (Produce v2) yields ``Outgoing(4, None, close=True)``: v0-v2 are advertised
 for librdkafka's sake but not implemented.
 
-Time enters only as ``now_ms``; :meth:`advance_clock` expires parked fetches and
-:meth:`next_deadline_ms` tells the adapter how long it may sleep.
+Time enters only as ``now_ms``. The broker owns one :class:`~kafkalab.timer.Timer` (a
+hierarchical timing wheel on the clock's monotonic milliseconds) shared by everything that
+waits: parked fetches in the fetch purgatory (:mod:`kafkalab.broker.delayed_fetch`), the
+periodic retention, flush and checkpoint tasks (:mod:`kafkalab.broker.housekeeping`) and the
+logs' ``file.delete.delay.ms`` deletions. The adapter calls :meth:`advance_clock` with the
+timer's current time -- every due task runs inside that call -- and :meth:`next_deadline_ms`
+tells it how long it may sleep (see :mod:`kafkalab.timer.driver`). Nothing runs behind the
+adapter's back, so a ManualClock test drives retention exactly like the server does.
 """
 
 from __future__ import annotations
@@ -33,9 +39,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kafkalab.broker.delayed_fetch import FetchPurgatory
+from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
 from kafkalab.broker.handlers import admin, configs, fetch, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.log_store import LogStore
+from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.topics import TopicRegistry
@@ -51,6 +58,8 @@ from kafkalab.protocol.header import (
 from kafkalab.protocol.messages import SCHEMAS
 from kafkalab.protocol.types import Part
 from kafkalab.protocol.versions import ADVERTISED
+from kafkalab.purgatory import DelayedOperationPurgatory
+from kafkalab.timer import Timer
 
 OUTBOX_MAX = 100_000  # a bug guard: the adapter drains the outbox after every call
 
@@ -59,17 +68,25 @@ Handler = Callable[["Broker", Request], Any]
 
 
 class Broker:
-    """A single Kafka broker over a log store. Not thread-safe; driven by one adapter."""
+    """A single Kafka broker over a log store. Not thread-safe; driven by one adapter.
+
+    :func:`kafkalab.broker.startup.open_broker` assembles one over a data directory, with the
+    timer shared by the log store's scheduler and the periodic tasks.
+    """
 
     def __init__(
         self, settings: BrokerSettings, log_store: LogStore, config_store: DynamicConfigStore,
-        rng: random.Random,
+        rng: random.Random, timer: Timer,
     ) -> None:
         self.settings = settings
         self.log_store = log_store
         self.config_store = config_store
         self.topics = TopicRegistry(log_store, rng)
-        self.fetch_purgatory = FetchPurgatory()
+        self.timer = timer
+        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+            "Fetch", timer=timer, purge_interval=FETCH_PURGE_INTERVAL)
+        self.parked_fetches: dict[int, DelayedFetch] = {}  # by connection: one request in flight each
+        self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
@@ -121,18 +138,27 @@ class Broker:
         return outbox
 
     def advance_clock(self, now_ms: int) -> None:
-        """Answer every parked fetch whose deadline has passed."""
-        for parked in self.fetch_purgatory.expire(now_ms):
-            fetch.complete_delayed_fetch(self, parked)
+        """Run every timer task due by ``now_ms`` (the timer's monotonic milliseconds): expired
+        fetches are answered, periodic tasks and delayed deletions run; then purge completed
+        fetches from the watch lists if enough have piled up."""
+        self.fetch_purgatory.advance_clock(now_ms)
 
     def next_deadline_ms(self) -> int | None:
-        return self.fetch_purgatory.next_deadline_ms()
+        """When the timer's earliest non-empty bucket is due (monotonic ms), or None."""
+        return self.timer.next_expiration_ms()
 
     def connection_closed(self, connection_id: int) -> None:
-        self.fetch_purgatory.remove_connection(connection_id)
+        """Abandon the connection's parked fetch: it completes without a response."""
+        parked = self.parked_fetches.pop(connection_id, None)
+        if parked is not None:
+            parked.abandon()
 
     def shutdown(self) -> None:
-        """Flush logs and write checkpoints; the broker must not be used afterwards."""
+        """Stop the periodic tasks, flush logs and write checkpoints; the broker must not be
+        used afterwards. Pending ``.deleted`` files are left for the next start's recovery,
+        which removes them, as Kafka's does."""
+        if self.housekeeping is not None:
+            self.housekeeping.stop()
         self.log_store.flush()
         self.log_store.close()
 

@@ -1,109 +1,95 @@
-"""Delayed fetches: fetch requests parked until enough data arrives or their wait runs out.
+"""Delayed fetches: fetch requests that wait in the purgatory for bytes or for their deadline.
 
 Theory of operation
 -------------------
-A consumer asks for at least ``min_bytes`` and will wait up to ``max_wait_ms``. If the log holds
-less, the broker parks the request here instead of answering with nothing -- Kafka's
-``DelayedFetch`` in the fetch purgatory. Each parked fetch is *watched* under every
-topic-partition it reads; a produce to ``orders-0`` re-checks only the fetches watching
-``orders-0``. A fetch leaves the purgatory exactly once, either because a check found enough
-bytes (completion) or because the clock passed its deadline (expiry); both answer it with
-whatever the log holds then.
+A consumer asks for at least ``min_bytes`` (``fetch.min.bytes``) and will wait up to
+``max_wait_ms`` (``fetch.max.wait.ms``). If the log holds less, the broker does not answer with
+nothing: it parks the request as a :class:`DelayedFetch` -- Kafka's ``DelayedFetch`` -- in a
+:class:`~kafkalab.purgatory.DelayedOperationPurgatory` keyed by topic-partition. The operation
+is watched under every partition the fetch reads, and sits on the broker's timing wheel for
+``max_wait_ms``::
 
-Worked example: fetch F1 (min 1 byte, wait 500 ms) arrives at t=1000 on an empty ``orders-0``:
-parked with deadline 1500, watched under ``("orders", 0)``. A produce at t=1200 calls
-``watchers(("orders", 0))`` -> [F1]; the broker re-reads, finds 80 bytes >= 1 and completes F1.
-Had nothing arrived, ``expire(1500)`` would have returned [F1].
+    fetch (min 150 B, wait 10 s) --> read: 70 B < 150 --> purgatory.try_complete_else_watch(
+                                                              op, [("orders", 0)])
+    produce to orders-0 --> purgatory.check_and_complete(("orders", 0)) --> op.try_complete():
+                              read again: 170 B >= 150 --> force_complete() --> respond
+    ...or nothing arrives --> timer reaches the deadline --> op.run() --> force_complete()
+                              --> respond with whatever is there --> on_expiration()
 
-Deadlines sit in a heap, so expiry costs O(log n); completed fetches are removed lazily from the
-heap. The number parked is bounded: each connection has at most one request in flight.
+Either road completes the operation exactly once (``DelayedOperation.force_complete``); the
+other finds it completed and does nothing. ``try_complete`` counts the bytes a read would
+return now (file slices, no data copied), so the check costs a few index lookups.
+
+Worked example: fetch F1 (min 1 byte, wait 500 ms) arrives at t=1000 on an empty ``orders-0``
+and is watched under ``("orders", 0)``. A produce at t=1200 calls
+``check_and_complete(("orders", 0))``; F1's read finds 80 bytes >= 1 and F1 is answered at
+t=1200; its timer entry is cancelled. Had nothing arrived, the timer would have run F1 at t=1500
+with an empty response and ``expired`` set.
+
+A fetch whose connection closes is *abandoned*: completed without a response, so neither road
+answers it and the purgatory purges it like any completed operation.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-DELAYED_FETCHES_MAX = 10_000  # more than this and new fetches are answered at once
+from kafkalab.purgatory.operation import DelayedOperation
 
-TopicPartition = tuple[str, int]
+# Kafka's fetch.purgatory.purge.interval.requests default.
+FETCH_PURGE_INTERVAL = 1_000
+# More parked fetches than this and new ones are answered at once. Each connection has at most
+# one request in flight, so this also caps what CONNECTIONS_MAX clients can park.
+DELAYED_FETCHES_MAX = 10_000
 
-
-@dataclass(frozen=True, slots=True)
-class DelayedFetch:
-    """A parked fetch: who asked, what, and until when. Immutable."""
-
-    fetch_id: int
-    connection_id: int
-    api_version: int
-    correlation_id: int
-    request: Any
-    deadline_ms: int
-    watch_keys: frozenset[TopicPartition]
+ReadResult = tuple[Any, int, bool]  # (response body, record bytes found, whether a partition failed)
 
 
-class FetchPurgatory:
-    """Parked fetches by id, by watch key and by deadline. Not thread-safe; owned by the broker."""
+class DelayedFetch(DelayedOperation):
+    """A parked fetch: how to re-read it, how to answer it, and its ``min_bytes``.
 
-    def __init__(self) -> None:
-        self._ids = itertools.count(1)
-        self._parked: dict[int, DelayedFetch] = {}
-        self._watchers: dict[TopicPartition, set[int]] = {}
-        self._deadlines: list[tuple[int, int]] = []
+    ``read()`` reads every partition of the request now; ``respond(body)`` sends the response on
+    the fetch's connection. Not thread-safe; owned by the broker's fetch purgatory.
+    """
 
-    def __len__(self) -> int:
-        return len(self._parked)
+    __slots__ = ("connection_id", "min_bytes", "_read", "_respond", "_ready", "abandoned", "expired")
 
-    def is_full(self) -> bool:
-        return len(self._parked) >= DELAYED_FETCHES_MAX
+    def __init__(
+        self, connection_id: int, max_wait_ms: int, min_bytes: int,
+        read: Callable[[], ReadResult], respond: Callable[[Any], None], *, name: str = "",
+    ) -> None:
+        super().__init__(max_wait_ms, name or f"fetch-{connection_id}")
+        self.connection_id = connection_id
+        self.min_bytes = min_bytes
+        self._read = read
+        self._respond = respond
+        self._ready: Any = None  # the response a successful try_complete already read
+        self.abandoned = False
+        self.expired = False
 
-    def park(
-        self, connection_id: int, api_version: int, correlation_id: int, request: Any,
-        deadline_ms: int, watch_keys: frozenset[TopicPartition],
-    ) -> DelayedFetch:
-        fetch = DelayedFetch(
-            next(self._ids), connection_id, api_version, correlation_id, request, deadline_ms, watch_keys
-        )
-        self._parked[fetch.fetch_id] = fetch
-        for key in watch_keys:
-            self._watchers.setdefault(key, set()).add(fetch.fetch_id)
-        heapq.heappush(self._deadlines, (deadline_ms, fetch.fetch_id))
-        return fetch
+    def try_complete(self) -> bool:
+        """Complete if the partitions now hold ``min_bytes`` or one of them failed (Kafka's
+        cases: an error such as a deleted partition or an offset now out of range answers at
+        once, so the consumer can react)."""
+        response, size_bytes, had_error = self._read()
+        if size_bytes >= self.min_bytes or had_error:
+            self._ready = response
+            return self.force_complete()
+        return False
 
-    def watchers(self, key: TopicPartition) -> list[DelayedFetch]:
-        """The parked fetches reading ``key``, oldest first."""
-        return [self._parked[i] for i in sorted(self._watchers.get(key, ()))]
+    def on_complete(self) -> None:
+        if self.abandoned:
+            return
+        # The timer's road has not read yet; the event's road read just before force_complete.
+        response = self._ready if self._ready is not None else self._read()[0]
+        self._ready = None
+        self._respond(response)
 
-    def remove(self, fetch_id: int) -> DelayedFetch | None:
-        """Take a fetch out (completed, expired or its connection closed)."""
-        fetch = self._parked.pop(fetch_id, None)
-        if fetch is None:
-            return None
-        for key in fetch.watch_keys:
-            ids = self._watchers.get(key)
-            if ids is not None:
-                ids.discard(fetch_id)
-                if not ids:
-                    del self._watchers[key]
-        return fetch
+    def on_expiration(self) -> None:
+        self.expired = True
 
-    def remove_connection(self, connection_id: int) -> None:
-        for fetch in [f for f in self._parked.values() if f.connection_id == connection_id]:
-            self.remove(fetch.fetch_id)
-
-    def expire(self, now_ms: int) -> list[DelayedFetch]:
-        """Remove and return every fetch whose deadline is <= ``now_ms``."""
-        expired = []
-        while self._deadlines and self._deadlines[0][0] <= now_ms:
-            _, fetch_id = heapq.heappop(self._deadlines)
-            fetch = self.remove(fetch_id)
-            if fetch is not None:
-                expired.append(fetch)
-        return expired
-
-    def next_deadline_ms(self) -> int | None:
-        while self._deadlines and self._deadlines[0][1] not in self._parked:
-            heapq.heappop(self._deadlines)  # drop entries of fetches already completed
-        return self._deadlines[0][0] if self._deadlines else None
+    def abandon(self) -> None:
+        """The connection closed: complete without answering, and leave the timer."""
+        self.abandoned = True
+        self.force_complete()

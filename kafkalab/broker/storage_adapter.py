@@ -12,8 +12,8 @@ other way round::
 
 The ``LogManager`` does the storage work (opening and recovering partitions, checkpoints, the
 clean-shutdown marker); this adapter adds what the broker needs on top: topic ids as
-``uuid.UUID``, per-topic ``LogConfig`` built from kafkalab.config's effective topic properties,
-and DeleteRecords.
+``uuid.UUID``, per-topic ``LogConfig`` from kafkalab.config's config store (kept live by
+``attach_log``), DeleteRecords, and the checkpoint writes the periodic tasks make.
 
 Worked example: after producing 10 records to ``orders-0`` and a clean stop,
 ``recovery-point-offset-checkpoint`` reads ``0 / 1 / orders 0 10`` and the restart skips
@@ -28,40 +28,35 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from kafkalab.clock import Clock
-from kafkalab.storage import Log, LogConfig, partition_metadata
+from kafkalab.config import DynamicConfigStore
+from kafkalab.config.store import to_log_config
+from kafkalab.storage import Log, checkpoints, partition_metadata
+from kafkalab.storage.log import Scheduler
 from kafkalab.storage.log_manager import LogManager
-
-_LOG_CONFIG_FIELDS = frozenset(LogConfig.__dataclass_fields__)
-
-PropertiesFor = Callable[[str], Mapping[str, str]]
-
-
-def log_config_from(properties: Mapping[str, str]) -> LogConfig:
-    """The LogConfig for a topic's effective properties (keys LogConfig does not model are
-    broker-side concerns, e.g. ``compression.type``, and are left out)."""
-    known = {k: v for k, v in properties.items() if k.replace(".", "_") in _LOG_CONFIG_FIELDS}
-    return LogConfig.from_properties(known)
 
 
 class StorageLogStore:
     """Every partition log under one data directory. Not thread-safe; owned by the broker.
 
-    ``properties_for(topic)`` gives a topic's effective properties; ``topics_with_overrides``
-    names the topics whose properties differ from the broker defaults, so their logs open with
-    the right config.
+    Each log's config is kept equal to its topic's effective config by the config store
+    (``DynamicConfigStore.attach_log``): an alter of a topic or of a broker default reconfigures
+    the live logs it affects, with no call from the request handlers. ``scheduler`` runs the
+    delayed file deletions (``file.delete.delay.ms``); without one they happen at once.
     """
 
     def __init__(
-        self, data_dir: Path, clock: Clock, properties_for: PropertiesFor, rng: random.Random,
-        topics_with_overrides: Iterable[str] = (),
+        self, data_dir: Path, clock: Clock, config_store: DynamicConfigStore, rng: random.Random, *,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self._properties_for = properties_for
+        self.config_store = config_store
         self.manager = LogManager(
-            [self.data_dir], clock, log_config_from(properties_for("")),  # "": no topic overrides
-            rng=random.Random(rng.getrandbits(64)),
-            topic_configs={t: log_config_from(properties_for(t)) for t in topics_with_overrides},
+            [self.data_dir], clock, config_store.log_config(""),  # "": a topic with no overrides
+            scheduler=scheduler, rng=random.Random(rng.getrandbits(64)),
+            topic_configs={t: config_store.log_config(t) for t in config_store.entity_names("topics")},
         )
+        for log in self.manager.logs.values():
+            config_store.attach_log(log)
 
     def partitions(self) -> Iterable[tuple[str, int]]:
         return sorted(self.manager.logs)
@@ -69,9 +64,14 @@ class StorageLogStore:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.manager.get_log(topic, partition)
 
+    def live_logs(self) -> Iterable[Log]:
+        return self.manager.logs.values()
+
     def create_log(self, topic: str, partition: int, topic_id: uuid.UUID, properties: Mapping[str, str]) -> Log:
-        self.manager.topic_configs[topic] = log_config_from(properties)
-        return self.manager.create_log(topic, partition, topic_id=partition_metadata.uuid_to_str(topic_id.bytes))
+        self.manager.topic_configs[topic] = to_log_config(properties)
+        log = self.manager.create_log(topic, partition, topic_id=partition_metadata.uuid_to_str(topic_id.bytes))
+        self.config_store.attach_log(log)
+        return log
 
     def delete_log(self, topic: str, partition: int) -> None:
         self.manager.delete_log(topic, partition)
@@ -83,18 +83,39 @@ class StorageLogStore:
         text = partition_metadata.read(log.directory)
         return None if text is None else uuid.UUID(bytes=partition_metadata.str_to_uuid(text))
 
-    def reconfigure(self, topic: str, properties: Mapping[str, str]) -> None:
-        config = log_config_from(properties)
-        self.manager.topic_configs[topic] = config
-        for (name, _), log in self.manager.logs.items():
-            if name == topic:
-                log.config = config
-
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
         log = self.manager.get_log(topic, partition)
         assert log is not None, "the broker checks the partition exists first"
         log.increment_log_start_offset(offset)
         return log.log_start_offset
+
+    # --- the periodic tasks' work (kafkalab.broker.housekeeping) -----------------------------
+
+    def flush_dirty_logs(self) -> None:
+        """Apply every log's ``flush.ms`` (Kafka's ``LogManager.flushDirtyLogs``)."""
+        self.manager.flush_dirty_logs()
+
+    def checkpoint_recovery_points(self) -> None:
+        self._checkpoint(checkpoints.RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        # Kafka lists only the logs whose start moved past their first segment's base offset.
+        self._checkpoint(checkpoints.LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset,
+                         lambda log: log.log_start_offset > log.segments[0].base_offset)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._checkpoint(checkpoints.REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark)
+
+    def _checkpoint(self, file_name: str, offset_of: Callable[[Log], int],
+                    wanted: Callable[[Log], bool] = lambda log: True) -> None:
+        """Write one checkpoint file per log directory, as ``LogManager.checkpoint`` does for
+        all three at shutdown."""
+        for log_dir in self.manager.log_dirs:
+            offsets = {key: offset_of(log) for key, log in self.manager.logs.items()
+                       if log.directory.parent == log_dir and wanted(log)}
+            checkpoints.write_offsets(log_dir / file_name, offsets)
+
+    # --- shutdown ------------------------------------------------------------------------------
 
     def flush(self) -> None:
         for log in self.manager.logs.values():

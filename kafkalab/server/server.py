@@ -6,14 +6,18 @@ This is the only place in kafkalab that touches sockets. It owns three things:
 
 * the listener, bound to 127.0.0.1 unless remote access is explicitly allowed;
 * one :class:`~kafkalab.server.connection.Connection` task per client;
-* a timer task that calls ``broker.advance_clock(now_ms)`` when the earliest parked fetch is due
-  (``broker.next_deadline_ms()``), so fetch.max.wait.ms is honoured without polling.
+* a timer task that drives the broker's one timing wheel from the ``SystemClock``: it calls
+  ``broker.advance_clock(now_ms)`` and then sleeps as long as
+  :class:`~kafkalab.timer.TimerDriver` says -- until the earliest bucket is due, at most 200 ms
+  (Kafka's expiration reaper). Parked fetches (fetch.max.wait.ms), the retention check, the
+  flusher, the checkpoints and ``file.delete.delay.ms`` deletions all run inside that call.
 
 Every call into the broker happens on the event loop thread, so the broker needs no locks.
 After each call the server drains the broker's outbox and hands every Outgoing to its
 connection. Worked example: a consumer's Fetch with max_wait_ms=500 is parked at t=1000; the
-timer task sleeps until t=1500 (or is woken earlier by the next request), calls
-``advance_clock(1500)`` and the empty fetch response reaches the consumer.
+timer task sleeps in steps of at most 200 ms (or is woken earlier by the next request), calls
+``advance_clock(1500)`` once the clock has passed the fetch's bucket and the empty fetch
+response reaches the consumer.
 
 Shutdown (SIGTERM, SIGINT or :meth:`KafkaServer.stop`) stops accepting, closes every connection,
 then flushes every log and writes the checkpoints and the clean-shutdown marker, so a restart
@@ -33,16 +37,14 @@ from pathlib import Path
 from kafkalab.broker.broker import Broker
 from kafkalab.broker.request import Outgoing
 from kafkalab.broker.settings import BrokerSettings
-from kafkalab.broker.storage_adapter import StorageLogStore
+from kafkalab.broker.startup import open_broker, static_properties
 from kafkalab.clock import Clock, SystemClock
-from kafkalab.config import DynamicConfigStore
-from kafkalab.config.definitions import BROKER_KEYS
 from kafkalab.errors import ConfigError
 from kafkalab.protocol.framing import FRAME_BYTES_MAX
 from kafkalab.server.connection import Connection
+from kafkalab.timer import TimerDriver
 
 CONNECTIONS_MAX = 1000  # max.connections is unbounded in Kafka; a teaching broker caps it
-TIMER_IDLE_S = 1.0  # the timer task re-checks at least this often
 
 log = logging.getLogger("kafkalab.server")
 
@@ -86,15 +88,18 @@ class KafkaServer:
 
     async def start(self) -> tuple[str, int]:
         """Open the data directory, bind, and start serving; returns the bound (host, port)."""
-        config_store = DynamicConfigStore(self.data_dir)
-        config_store.static = {k: v for k, v in self.properties.items() if k in BROKER_KEYS}
-        log_store = StorageLogStore(self.data_dir, self.clock, config_store.topic_properties, self._rng,
-                                    config_store.entity_names("topics"))
+        _, unknown = static_properties({}, self.properties)  # bad values fail here, before binding
+        for key in unknown:
+            log.warning("the configuration %r was supplied but isn't a known broker config", key)
         self._server = await asyncio.start_server(self._accept, self.host, self.port, reuse_address=True)
         bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
-        settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
-        self.broker = Broker(settings, log_store, config_store, self._rng)
-        self._timer = asyncio.create_task(self._run_timer())
+        try:
+            settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
+            self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng)
+        except BaseException:
+            self._server.close()
+            raise
+        self._timer = asyncio.create_task(self._run_timer(self.broker))
         return bound_host, bound_port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -133,20 +138,26 @@ class KafkaServer:
             if connection is not None:
                 connection.deliver(outgoing)
 
-    async def _run_timer(self) -> None:
-        assert self.broker is not None
+    async def _run_timer(self, broker: Broker) -> None:
+        """Advance the broker's timer to now, deliver what it produced, sleep until the next
+        bucket is due (or a request wakes us: it may have parked an earlier fetch)."""
+        driver = TimerDriver(broker.timer)
         while True:
-            deadline_ms = self.broker.next_deadline_ms()
-            wait_s = TIMER_IDLE_S
-            if deadline_ms is not None:
-                wait_s = min(max(deadline_ms - self.clock.milliseconds(), 0) / 1000, TIMER_IDLE_S)
+            now_ms = broker.timer.now_ms()
+            try:
+                broker.advance_clock(now_ms)
+            except Exception:  # a failing task must not stop every later timeout
+                log.exception("unexpected error running the broker's timer tasks")
+            self._deliver_all()
+            if broker.housekeeping is not None and broker.housekeeping.errors:
+                for error in broker.housekeeping.errors:
+                    log.warning("periodic task failed: %s", error)
+                broker.housekeeping.errors.clear()
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), wait_s)
+                await asyncio.wait_for(self._wake.wait(), driver.wait_ms(now_ms) / 1000)
             except asyncio.TimeoutError:
                 pass
-            self.broker.advance_clock(self.clock.milliseconds())
-            self._deliver_all()
 
     async def serve_until_stopped(self) -> None:
         await self._stopped.wait()

@@ -9,28 +9,30 @@ from typing import Any
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from kafkalab.broker.broker import Broker
 from kafkalab.broker.request import Outgoing
 from kafkalab.broker.settings import BrokerSettings
-from kafkalab.broker.storage_adapter import StorageLogStore
+from kafkalab.broker.startup import open_broker
 from kafkalab.clock import ManualClock
-from kafkalab.config import DynamicConfigStore
 from kafkalab.protocol.header import decode_response, encode_request
 
 
 class Harness:
     """Sends requests on connection 1 (or another) and decodes the responses."""
 
-    def __init__(self, data_dir: Path, seed: int = 0, **settings: Any) -> None:
+    def __init__(self, data_dir: Path, seed: int = 0, properties: dict[str, str] | None = None,
+                 **settings: Any) -> None:
         self.data_dir = data_dir
         self.clock = ManualClock(now_ms=1_000_000)
-        self.config_store = DynamicConfigStore(data_dir)
-        self.log_store = StorageLogStore(
-            data_dir, self.clock, self.config_store.topic_properties, random.Random(seed),
-            self.config_store.entity_names("topics"),
-        )
-        self.broker = Broker(BrokerSettings(**settings), self.log_store, self.config_store, random.Random(seed))
+        self.broker = open_broker(data_dir, properties or {}, BrokerSettings(**settings), self.clock,
+                                  random.Random(seed))
+        self.config_store = self.broker.config_store
+        self.log_store = self.broker.log_store
         self._correlation_id = 0
+
+    def advance(self, delta_ms: int) -> None:
+        """Move the clock and run every timer task that became due, as the server's loop does."""
+        self.clock.advance_ms(delta_ms)
+        self.broker.advance_clock(self.broker.timer.now_ms())
 
     def send(self, api_key: int, version: int, body: Any, connection_id: int = 1) -> int:
         self._correlation_id += 1

@@ -4,8 +4,8 @@ Resources are topics (type 2) and brokers (type 4; name ``""`` is the cluster-wi
 otherwise this broker's node id). Values resolve through kafkalab.config's layers -- dynamic
 topic, dynamic per-broker, dynamic cluster default, server.properties, Kafka's default -- and
 each described entry reports which layer won (Kafka's ``ConfigSource``). After a change the
-affected partition logs are reconfigured at once, so ``retention.ms`` takes effect on the next
-retention pass without a restart.
+config store reconfigures the affected live partition logs (``DynamicConfigStore.attach_log``),
+so ``retention.ms`` takes effect on the next retention check without a restart.
 
 Worked example: IncrementalAlterConfigs ``topic orders: SET retention.ms=60000`` stores the
 override; DescribeConfigs then reports ``retention.ms=60000`` with source 1
@@ -184,7 +184,5 @@ def _alter_one(broker: Broker, resource: Any, change: Callable[[dict[str, str], 
         return
     add = {k: v for k, v in wanted.items() if current.get(k) != v}
     delete = [k for k in current if k not in wanted]
+    # The store persists the change and re-resolves every attached log's config (attach_log).
     broker.config_store.alter(entity_type, name, add=add, delete=delete)
-    topics = [name] if entity_type == "topics" else broker.topics.names()
-    for topic in topics:
-        broker.log_store.reconfigure(topic, broker.config_store.topic_properties(topic))

@@ -7,8 +7,9 @@ the last stable offset: kafkalab has no transactions yet, so read_committed and
 read_uncommitted see the same records and ``aborted_transactions`` is empty).
 
 If the partitions together hold fewer than ``min_bytes`` and ``max_wait_ms`` > 0, the request
-is parked in the fetch purgatory (see :mod:`kafkalab.broker.delayed_fetch`) and answered when a
-produce brings enough bytes or the wait runs out. Fetch sessions (KIP-227) are not kept:
+is parked as a ``DelayedFetch`` in the broker's fetch purgatory (see
+:mod:`kafkalab.broker.delayed_fetch`) and answered when a produce brings enough bytes
+(``check_and_complete`` on the partition) or the timing wheel reaches ``max_wait_ms``. Fetch sessions (KIP-227) are not kept:
 ``session_id`` 0 in every response tells clients to send full fetch requests.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.broker.delayed_fetch import DelayedFetch
+from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
@@ -35,13 +36,22 @@ def handle_fetch(broker: Broker, request: Request) -> Any:
     body = request.body
     response, size_bytes, had_error = read_partitions(broker, body)
     enough = size_bytes >= body.min_bytes or had_error
-    if enough or body.max_wait_ms <= 0 or broker.fetch_purgatory.is_full():
+    if enough or body.max_wait_ms <= 0 or len(broker.parked_fetches) >= DELAYED_FETCHES_MAX:
         return response
-    keys = frozenset((t.topic, p.partition) for t in body.topics for p in t.partitions)
-    broker.fetch_purgatory.park(
-        request.connection_id, request.header.api_version, request.header.correlation_id,
-        body, request.now_ms + body.max_wait_ms, keys,
+    header, connection_id = request.header, request.connection_id
+
+    def respond(completed: Any) -> None:
+        broker.parked_fetches.pop(connection_id, None)
+        broker.respond(connection_id, FETCH_API_KEY, header.api_version, header.correlation_id, completed)
+
+    operation = DelayedFetch(
+        connection_id, body.max_wait_ms, body.min_bytes, lambda: read_partitions(broker, body), respond,
+        name=f"fetch-{connection_id}-{header.correlation_id}",
     )
+    keys = sorted({(t.topic, p.partition) for t in body.topics for p in t.partitions})
+    broker.parked_fetches[connection_id] = operation
+    # If a re-check completes it inside this call, its response is already in the outbox.
+    broker.fetch_purgatory.try_complete_else_watch(operation, keys)
     return PENDING
 
 
@@ -93,15 +103,4 @@ def _read_one(broker: Broker, topic: str, wanted: Any, limit: int, min_one_messa
 
 def on_partition_appended(broker: Broker, topic: str, partition: int) -> None:
     """Complete the parked fetches on this partition that now have ``min_bytes``."""
-    for parked in broker.fetch_purgatory.watchers((topic, partition)):
-        response, size_bytes, had_error = read_partitions(broker, parked.request)
-        if size_bytes >= parked.request.min_bytes or had_error:
-            broker.fetch_purgatory.remove(parked.fetch_id)
-            broker.respond(parked.connection_id, FETCH_API_KEY, parked.api_version,
-                           parked.correlation_id, response)
-
-
-def complete_delayed_fetch(broker: Broker, parked: DelayedFetch) -> None:
-    """Answer a fetch whose wait ran out with whatever is there now."""
-    response, _, _ = read_partitions(broker, parked.request)
-    broker.respond(parked.connection_id, FETCH_API_KEY, parked.api_version, parked.correlation_id, response)
+    broker.fetch_purgatory.check_and_complete((topic, partition))
