@@ -21,6 +21,15 @@ compresscodec: none crc: 123456789 isvalid: true
 
 (each batch is one line; it is wrapped here). ``isvalid`` is the real CRC check. Bytes after
 the last complete batch are reported as ``Found N invalid bytes at the end of <name>``.
+
+Payloads are printed by a parser picked from :data:`DECODERS` (``--offsets-decoder``,
+``--transaction-log-decoder``, ``--cluster-metadata-decoder``; each implies
+``--print-data-log``) or, by default, as UTF-8 text; the parsers live in
+:mod:`kafkalab.tools.decoders`. A record that does not decode prints one error line and the dump
+goes on. KRaft control records print their message, e.g.
+`` SnapshotHeader {"version":0,"lastContainedLogTimestamp":1234}``, and a KRaft snapshot file
+(``<end offset>-<epoch>.checkpoint``) is dumped like a segment under the line
+``Snapshot end offset: 100, epoch: 3``.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from __future__ import annotations
 from kafkalab.errors import KafkaError
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
-from kafkalab.tools.decoders.schema import Spec, field, read_message, spec, to_json
+from kafkalab.tools.decoders.schema import Field, Spec, field, read_message, spec, to_json
 
 FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 INT16_MAX = 32767
@@ -37,7 +37,12 @@ _ENDPOINT = (field("Name", "string"), field("Host", "string"), field("Port", "ui
              field("SecurityProtocol", "int16"))
 _FEATURE = (field("Name", "string"), field("MinSupportedVersion", "int16"),
             field("MaxSupportedVersion", "int16"))
-_NULL_INTS = {"nullable": "0+", "default": None}
+
+
+def _null_array(name: str, type_: str, tag: int, versions: str = "0+") -> Field:
+    """A nullable tagged array whose default is null (printed only when sent)."""
+    return field(name, type_, versions, nullable=versions, tag=tag, default=None)
+
 
 # api key -> (MetadataRecordType name, message), from metadata/src/main/resources/common/metadata.
 METADATA_RECORDS: dict[int, tuple[str, Spec]] = {
@@ -69,8 +74,8 @@ METADATA_RECORDS: dict[int, tuple[str, Spec]] = {
         field("LeaderEpoch", "int32"),
         field("PartitionEpoch", "int32"),
         field("Directories", "[]uuid", "1+"),
-        field("EligibleLeaderReplicas", "[]int32", "2+", tag=1, **_NULL_INTS),
-        field("LastKnownElr", "[]int32", "2+", tag=2, **_NULL_INTS))),
+        _null_array("EligibleLeaderReplicas", "[]int32", 1, "2+"),
+        _null_array("LastKnownElr", "[]int32", 2, "2+"))),
     4: ("CONFIG_RECORD", spec(
         "ConfigRecord", "0", "0+", field("ResourceType", "int8"), field("ResourceName", "string"),
         field("Name", "string"), field("Value", "string", nullable="0+"))),
@@ -78,15 +83,15 @@ METADATA_RECORDS: dict[int, tuple[str, Spec]] = {
         "PartitionChangeRecord", "0-2", "0+",
         field("PartitionId", "int32"),
         field("TopicId", "uuid"),
-        field("Isr", "[]int32", tag=0, **_NULL_INTS),
+        _null_array("Isr", "[]int32", 0),
         field("Leader", "int32", tag=1, default=-2),
-        field("Replicas", "[]int32", tag=2, **_NULL_INTS),
-        field("RemovingReplicas", "[]int32", tag=3, **_NULL_INTS),
-        field("AddingReplicas", "[]int32", tag=4, **_NULL_INTS),
+        _null_array("Replicas", "[]int32", 2),
+        _null_array("RemovingReplicas", "[]int32", 3),
+        _null_array("AddingReplicas", "[]int32", 4),
         field("LeaderRecoveryState", "int8", tag=5, default=-1),
-        field("Directories", "[]uuid", "1+", tag=6, **_NULL_INTS),
-        field("EligibleLeaderReplicas", "[]int32", "2+", tag=7, **_NULL_INTS),
-        field("LastKnownElr", "[]int32", "2+", tag=8, **_NULL_INTS))),
+        _null_array("Directories", "[]uuid", 6, "1+"),
+        _null_array("EligibleLeaderReplicas", "[]int32", 7, "2+"),
+        _null_array("LastKnownElr", "[]int32", 8, "2+"))),
     7: ("FENCE_BROKER_RECORD", spec(
         "FenceBrokerRecord", "0", "0+", field("Id", "int32"), field("Epoch", "int64"))),
     8: ("UNFENCE_BROKER_RECORD", spec(

@@ -134,24 +134,25 @@ def _nullable(f: Field, version: int) -> bool:
     return _within(f.nullable, version)
 
 
-def _read_value(ctx: _Context, f: Field, type_: str, depth: int) -> JsonValue:
+def _read_value(ctx: _Context, f: Field, type_: str, depth: int, nullable: bool) -> JsonValue:
+    """One value of ``type_``; ``nullable`` is the field's, never an array element's."""
     reader = ctx.reader
     if type_ in _FIXED:
         return _FIXED[type_](reader)
     if type_ == "string":
-        return reader.string(ctx.flexible, _nullable(f, ctx.version))
+        return reader.string(ctx.flexible, nullable)
     if type_ in ("bytes", "records"):
-        raw = reader.bytes_(ctx.flexible, _nullable(f, ctx.version))
+        raw = reader.bytes_(ctx.flexible, nullable)
         if raw is None:
             return None
         return "" if type_ == "records" else base64.b64encode(raw).decode("ascii")
     if type_.startswith("[]"):
-        count = reader.array_count(ctx.flexible, _nullable(f, ctx.version))
+        count = reader.array_count(ctx.flexible, nullable)
         if count < 0:
             return None
-        return [_read_value(ctx, f, type_[2:], depth) for _ in range(count)]
+        return [_read_value(ctx, f, type_[2:], depth, False) for _ in range(count)]
     if f.fields:  # a struct; a nullable struct is preceded by a presence byte (-1 null, 1 set)
-        if _nullable(f, ctx.version) and reader.int8() < 0:
+        if nullable and reader.int8() < 0:
             return None
         return _read_struct(ctx, f.fields, depth + 1)
     raise ProtocolError(f"field {f.name} has type {type_!r}, which the decoder does not know")
@@ -165,7 +166,7 @@ def _read_struct(ctx: _Context, fields: tuple[Field, ...], depth: int) -> dict[s
     values: dict[str, JsonValue] = {}
     for f in present:
         if f.tag is None:
-            values[f.name] = _read_value(ctx, f, f.type, depth)
+            values[f.name] = _read_value(ctx, f, f.type, depth, _nullable(f, ctx.version))
     if ctx.flexible:
         _read_tags(ctx, {f.tag: f for f in present if f.tag is not None}, values, depth)
     out: dict[str, JsonValue] = {}
@@ -191,7 +192,8 @@ def _read_tags(ctx: _Context, by_tag: dict[int, Field], values: dict[str, JsonVa
             reader.skip(size_bytes)
             continue
         start = reader.position
-        values[known.name] = _read_value(ctx, known, known.type, depth)
+        values[known.name] = _read_value(ctx, known, known.type, depth,
+                                         _nullable(known, ctx.version))
         if reader.position - start != size_bytes:
             raise ProtocolError(f"tagged field {known.name} (tag {tag}) declared {size_bytes} "
                                 f"bytes but its value took {reader.position - start}")
