@@ -1,0 +1,138 @@
+"""Server throughput: confluent-kafka producing and consuming against kafkalab and a reference.
+
+The reference is librdkafka's built-in mock cluster (``test.mock.num.brokers=1``): a C broker
+running inside this process that keeps its log in memory. Both runs use the same client, the same
+settings (acks=1, 1 KiB values, one partition) and the same record count, so the ratio says how
+close kafkalab's Python server -- parsing requests, appending to real segment files, serving
+fetches with ``sendfile`` -- comes to a broker with no Python and no disk.
+
+Figures (``python -m kafkalab.bench server``):
+
+* ``server.produce`` -- MB/s of values acknowledged, kafkalab vs mock; target ratio >= 0.5.
+* ``server.consume`` -- MB/s of values fetched from offset 0, kafkalab vs mock; target >= 0.7.
+
+Default size: 100,000 records (about 100 MB of values); ``--full``: 400,000 records.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kafkalab.bench.report import Reporter
+
+VALUE_BYTES = 1024
+RECORDS_DEFAULT = 100_000
+RECORDS_FULL = 400_000
+TOPIC = "bench"
+VALUE = bytes(range(256)) * (VALUE_BYTES // 256)
+ROUND_RECORDS = 4_000  # about 4 MB: below the ~5 MB the mock cluster keeps per partition
+DEADLINE_S = 120.0  # a stuck run fails instead of hanging the benchmark
+COMMON: dict[str, Any] = {"socket.timeout.ms": 10_000, "topic.metadata.refresh.interval.ms": 1000}
+
+
+def run(reporter: Reporter, full: bool = False) -> None:
+    from confluent_kafka import Producer
+
+    from kafkalab.client.launcher import start_server
+
+    count = RECORDS_FULL if full else RECORDS_DEFAULT
+    # The mock cluster lives as long as the client that created it.
+    mock_owner = Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "", "log_level": 3})
+    broker = next(iter(mock_owner.list_topics(timeout=10).brokers.values()))
+    mock_bootstrap = f"{broker.host}:{broker.port}"
+    mock_produce, mock_consume = measure(mock_bootstrap, count)
+    with tempfile.TemporaryDirectory(prefix="kafkalab-bench-") as tmp:
+        server = start_server(Path(tmp) / "data")
+        try:
+            create_topic(server.bootstrap)
+            lab_produce, lab_consume = measure(server.bootstrap, count)
+        finally:
+            server.stop()
+    reporter.report("server.produce", lab_produce, "MB/s", mock_produce, ">=0.5")
+    reporter.report("server.consume", lab_consume, "MB/s", mock_consume, ">=0.7")
+
+
+def create_topic(bootstrap_servers: str) -> None:
+    from kafkalab.client import admin
+    from kafkalab.client.connection import bootstrap
+
+    with bootstrap(bootstrap_servers) as conn:
+        admin.create_topic(conn, TOPIC, partitions=1, replication_factor=1, configs={})
+
+
+def measure(bootstrap_servers: str, count: int) -> tuple[float, float]:
+    """(produce MB/s, consume MB/s) for ``count`` records of ``VALUE_BYTES``."""
+    megabytes = count * VALUE_BYTES / 1e6
+    return megabytes / produce(bootstrap_servers, count), megabytes / consume(bootstrap_servers, count)
+
+
+def new_producer(bootstrap_servers: str, count: int) -> Any:
+    from confluent_kafka import Producer
+
+    return Producer({**COMMON, "bootstrap.servers": bootstrap_servers, "acks": 1, "linger.ms": 5,
+                     "enable.idempotence": False, "queue.buffering.max.messages": count + 1,
+                     "message.timeout.ms": 60_000})
+
+
+def send(producer: Any, count: int) -> None:
+    failures: list[object] = []
+
+    def on_delivery(error: object, _message: object) -> None:
+        if error is not None:
+            failures.append(error)
+
+    for _ in range(count):
+        producer.produce(TOPIC, VALUE, partition=0, on_delivery=on_delivery)
+        producer.poll(0)
+    remaining = producer.flush(DEADLINE_S)
+    if remaining or failures:
+        raise RuntimeError(f"{remaining} records undelivered, {len(failures)} failed: {failures[:3]}")
+
+
+def produce(bootstrap_servers: str, count: int) -> float:
+    """Seconds to send ``count`` records and receive every acknowledgement."""
+    producer = new_producer(bootstrap_servers, count)
+    send(producer, 1)  # warm up: connection and metadata
+    start = time.perf_counter()
+    send(producer, count)
+    return time.perf_counter() - start
+
+
+def consume(bootstrap_servers: str, count: int) -> float:
+    """Seconds spent fetching ``count`` records, in rounds of ``ROUND_RECORDS``.
+
+    The mock cluster keeps only about 5 MB per partition, so the records are written and read
+    back one round at a time; the consumer is paused while a round is written, so only fetching
+    is timed, on both brokers alike."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    producer = new_producer(bootstrap_servers, ROUND_RECORDS)
+    consumer = Consumer({**COMMON, "bootstrap.servers": bootstrap_servers, "group.id": "bench",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    partition = TopicPartition(TOPIC, 0)
+    _, high = consumer.get_watermark_offsets(partition, timeout=10)
+    consumer.assign([TopicPartition(TOPIC, 0, high)])
+    elapsed = 0.0
+    try:
+        for done in range(0, count, ROUND_RECORDS):
+            size = min(ROUND_RECORDS, count - done)
+            consumer.pause([partition])
+            send(producer, size)
+            consumer.resume([partition])
+            start = time.perf_counter()
+            fetch(consumer, size, start + DEADLINE_S)
+            elapsed += time.perf_counter() - start
+    finally:
+        consumer.close()
+    return elapsed
+
+
+def fetch(consumer: Any, wanted: int, deadline: float) -> None:
+    got = 0
+    while got < wanted and time.perf_counter() < deadline:
+        got += sum(1 for m in consumer.consume(num_messages=wanted - got, timeout=0.5) if m.error() is None)
+    if got < wanted:
+        raise RuntimeError(f"consumed {got} of {wanted} records within {DEADLINE_S} s")
