@@ -96,11 +96,6 @@ def test_produce_consume_and_lookup(bootstrap: str, topic_name: str, codec: str)
         consumer.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server bug: ListOffsets by timestamp answers the base offset (and max timestamp) of the "
-    "first batch whose max timestamp >= target instead of the first record inside that batch "
-    "with timestamp >= target (Kafka's LogSegment.findOffsetByTimestamp looks inside the batch); "
-    "expected offset 5, got 0"))
 @pytest.mark.timeout(60)
 def test_offsets_for_times_inside_a_compressed_batch(bootstrap: str, topic_name: str) -> None:
     create_topic(bootstrap, topic_name)
