@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
 from typing import TextIO
 
 from kafkalab.client.connection import BrokerConnection, bootstrap
@@ -74,7 +75,7 @@ def start_offset(conn: BrokerConnection, args: argparse.Namespace) -> int:
     return int(spec)
 
 
-def consume(conn: BrokerConnection, args: argparse.Namespace, offset: int):  # type: ignore[no-untyped-def]
+def consume(conn: BrokerConnection, args: argparse.Namespace, offset: int) -> Iterator[Record]:
     """Yield records from ``offset`` until ``--max-messages`` or ``--timeout-ms`` of silence."""
     remaining = args.max_messages
     idle_since_s = time.monotonic()
