@@ -11,9 +11,10 @@ Flags and output follow Kafka's ``ConfigCommand``::
 ``--add-config`` takes ``k1=v1,k2=[a,b]``: square brackets group a value that contains commas.
 
 The tool talks to a :class:`ConfigTarget`. :class:`LocalConfigTarget` reads and writes a data
-directory (:class:`~kafkalab.config.store.DynamicConfigStore`); a network target for
-``--bootstrap-server`` registers itself in ``TARGET_FACTORIES["bootstrap-server"]`` and
-implements the same three methods with DescribeConfigs / IncrementalAlterConfigs requests.
+directory (:class:`~kafkalab.config.store.DynamicConfigStore`) -- use it on a stopped broker;
+:class:`NetworkConfigTarget` (``--bootstrap-server``) implements the same three methods with
+DescribeConfigs / IncrementalAlterConfigs requests to a running one, which resolves and stores
+the configs itself, so both paths print the same lines.
 """
 
 from __future__ import annotations
@@ -24,10 +25,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
+from kafkalab.client.connection import bootstrap, check_error
 from kafkalab.config.definitions import BROKER_KEYS, QUOTA_KEYS, TOPIC_KEYS
-from kafkalab.config.resolve import ConfigEntry, ConfigSource, describe_broker_config, describe_topic_config
+from kafkalab.config.resolve import (
+    ConfigEntry,
+    ConfigSource,
+    ConfigSynonym,
+    describe_broker_config,
+    describe_topic_config,
+)
 from kafkalab.config.store import DEFAULT_ENTITY, ENTITY_TYPES, DynamicConfigStore
 from kafkalab.config.types import format_value
 from kafkalab.errors import ConfigError, ErrorCode, KafkaError
@@ -122,8 +130,99 @@ _DESCRIBERS: dict[str, Callable[[LocalConfigTarget, Entity, bool], list[ConfigEn
     "clients": _describe_quota,
 }
 
+# --- the --bootstrap-server target --------------------------------------------------------------
+
+DESCRIBE_CONFIGS_KEY, INCREMENTAL_ALTER_CONFIGS_KEY = 32, 44
+_RESOURCE_TYPES = {"topics": 2, "brokers": 4}  # ConfigResource.Type TOPIC and BROKER
+_SOURCES_BY_ID = {1: ConfigSource.DYNAMIC_TOPIC_CONFIG, 2: ConfigSource.DYNAMIC_BROKER_CONFIG,
+                  3: ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, 4: ConfigSource.STATIC_BROKER_CONFIG,
+                  5: ConfigSource.DEFAULT_CONFIG}  # DescribeConfigsResponse.ConfigSource ids
+_OP_SET, _OP_DELETE = 0, 1  # IncrementalAlterConfigs operations
+
+
+class NetworkConfigTarget:
+    """A :class:`ConfigTarget` over a running broker: DescribeConfigs (with synonyms) and
+    IncrementalAlterConfigs, as ``kafka-configs.sh --bootstrap-server`` sends them. One short
+    connection per call. Not thread-safe; one per invocation.
+
+    Topics and brokers only: user and client quotas travel in DescribeClientQuotas /
+    AlterClientQuotas, which kafkalab's broker does not implement.
+    """
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+
+    def entity_names(self, entity_type: str) -> list[str]:
+        _resource_type(entity_type)
+        if entity_type == "brokers":
+            return []
+        with bootstrap(self.bootstrap_servers) as connection:
+            metadata = connection.metadata(None)
+        return sorted(t.name for t in metadata.topics if t.error_code == 0)
+
+    def describe(self, entity: Entity, include_all: bool) -> list[ConfigEntry]:
+        resource = {"resource_type": _resource_type(entity.entity_type),
+                    "resource_name": entity.name or "", "configuration_keys": None}
+        with bootstrap(self.bootstrap_servers) as connection:
+            response = connection.request(DESCRIBE_CONFIGS_KEY, {"resources": [resource], "include_synonyms": True})
+        [result] = response.results
+        _raise_for(result.error_code, result.error_message, f"Describe configs of {entity.entity_type} {entity.name}")
+        entries = [_entry_from_wire(c) for c in result.configs]
+        return entries if include_all else [e for e in entries if e.source is _dynamic_source(entity)]
+
+    def alter(self, entity: Entity, add: dict[str, str], delete: list[str]) -> None:
+        current = {e.name for e in self.describe(entity, include_all=False)}
+        missing = [key for key in delete if key not in current]
+        if missing:  # kafka-configs checks this against a describe first, as here
+            raise ConfigError(f"Invalid config(s): {','.join(missing)} (not set on {entity.entity_type} "
+                              f"{entity.name or DEFAULT_ENTITY!r}, cannot delete)")
+        configs = [{"name": k, "config_operation": _OP_SET, "value": v} for k, v in add.items()]
+        configs += [{"name": k, "config_operation": _OP_DELETE, "value": None} for k in delete]
+        resource = {"resource_type": _resource_type(entity.entity_type), "resource_name": entity.name or "",
+                    "configs": configs}
+        with bootstrap(self.bootstrap_servers) as connection:
+            response = connection.request(INCREMENTAL_ALTER_CONFIGS_KEY,
+                                          {"resources": [resource], "validate_only": False})
+        [result] = response.responses
+        _raise_for(result.error_code, result.error_message, f"Alter configs of {entity.entity_type} {entity.name}")
+
+
+def _resource_type(entity_type: str) -> int:
+    if entity_type not in _RESOURCE_TYPES:
+        raise ConfigError(f"--entity-type {entity_type} is not supported with --bootstrap-server "
+                          "(quotas need the client-quota APIs, which kafkalab's broker lacks); use --data-dir")
+    return _RESOURCE_TYPES[entity_type]
+
+
+def _dynamic_source(entity: Entity) -> ConfigSource:
+    if entity.entity_type == "topics":
+        return ConfigSource.DYNAMIC_TOPIC_CONFIG
+    return ConfigSource.DYNAMIC_BROKER_CONFIG if entity.name is not None else ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+
+
+def _source(source_id: int) -> ConfigSource:
+    if source_id not in _SOURCES_BY_ID:
+        raise ConfigError(f"the broker reported config source {source_id}, not one of {sorted(_SOURCES_BY_ID)}")
+    return _SOURCES_BY_ID[source_id]
+
+
+def _entry_from_wire(config: Any) -> ConfigEntry:
+    synonyms = tuple(ConfigSynonym(_source(s.source), s.name, s.value) for s in config.synonyms)
+    return ConfigEntry(config.name, config.value, _source(config.config_source), config.is_sensitive,
+                       config.read_only, synonyms)
+
+
+def _raise_for(error_code: int, message: str | None, what: str) -> None:
+    """An INVALID_CONFIG answer raises ConfigError, as the --data-dir path would; others the
+    client's BrokerResponseError."""
+    if error_code == ErrorCode.INVALID_CONFIG:
+        raise ConfigError(message or f"{what} failed with INVALID_CONFIG")
+    check_error(error_code, what, message)
+
+
 TARGET_FACTORIES: dict[str, Callable[[argparse.Namespace], ConfigTarget]] = {
     "data-dir": lambda args: LocalConfigTarget(Path(args.data_dir)),
+    "bootstrap-server": lambda args: NetworkConfigTarget(args.bootstrap_server),
 }
 
 

@@ -16,8 +16,9 @@ and the segments wholly below it are deleted by the next retention check
 (:mod:`kafkalab.storage.retention`, the "next segment's base offset <= log start offset" rule).
 
 The work goes through a :class:`DeleteRecordsTarget`: :class:`LocalDeleteRecordsTarget` opens
-the data directory with the storage engine's ``LogManager``; a ``--bootstrap-server`` target
-registers itself in ``TARGET_FACTORIES`` and sends a DeleteRecords request instead.
+the data directory with the storage engine's ``LogManager`` (for a stopped broker);
+:class:`NetworkDeleteRecordsTarget` (``--bootstrap-server``) sends one DeleteRecords request to a
+running broker, which moves the log start offsets itself. Both print the same lines.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
+from kafkalab.client.connection import bootstrap
 from kafkalab.clock import SystemClock
 from kafkalab.config.store import DynamicConfigStore
 from kafkalab.errors import ErrorCode, InvalidRequestError, KafkaError, OffsetOutOfRangeError
@@ -81,8 +83,56 @@ def _delete_one(manager: LogManager, tp: TopicPartition, offset: int) -> int | K
     return log.log_start_offset
 
 
+DELETE_RECORDS_KEY = 21
+DELETE_RECORDS_TIMEOUT_MS = 30_000  # kafka-delete-records' request.timeout.ms default
+# Kafka's own messages for the errors a DeleteRecords partition result carries most often.
+_ERROR_TEXT: dict[int, tuple[type[KafkaError], str]] = {
+    ErrorCode.OFFSET_OUT_OF_RANGE: (
+        OffsetOutOfRangeError, "The requested offset is not within the range of offsets maintained by the server."),
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: (KafkaError, "This server does not host this topic-partition"),
+}
+
+
+class NetworkDeleteRecordsTarget:
+    """Sends one DeleteRecords request to a running broker (``--bootstrap-server``), as
+    ``kafka-delete-records.sh`` does through the admin client. Not thread-safe; one per invocation."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+
+    def delete_records(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int | KafkaError]:
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for (topic, partition), offset in offsets.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "offset": offset})
+        body = {"topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
+                "timeout_ms": DELETE_RECORDS_TIMEOUT_MS}
+        with bootstrap(self.bootstrap_servers) as connection:
+            response = connection.request(DELETE_RECORDS_KEY, body)
+        answered: dict[TopicPartition, int | KafkaError] = {}
+        for topic in response.topics:
+            for result in topic.partitions:
+                answered[(topic.name, result.partition_index)] = _result(topic.name, result)
+        missing = KafkaError("the broker's DeleteRecords response left this partition out",
+                             error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        return {tp: answered.get(tp, missing) for tp in offsets}  # in the file's order
+
+
+def _result(topic: str, result: Any) -> int | KafkaError:
+    if result.error_code == 0:
+        return int(result.low_watermark)
+    try:
+        code = ErrorCode(result.error_code)
+    except ValueError:
+        code = ErrorCode.UNKNOWN_SERVER_ERROR
+    error_class, text = _ERROR_TEXT.get(code, (KafkaError, f"the broker answered {code.name} ({result.error_code})"))
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        text = f"{text}: {topic}-{result.partition_index}"
+    return error_class(text, error_code=code)
+
+
 TARGET_FACTORIES: dict[str, Callable[[argparse.Namespace], DeleteRecordsTarget]] = {
     "data-dir": lambda args: LocalDeleteRecordsTarget(Path(args.data_dir)),
+    "bootstrap-server": lambda args: NetworkDeleteRecordsTarget(args.bootstrap_server),
 }
 
 
