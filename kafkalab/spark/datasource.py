@@ -50,7 +50,8 @@ def parse_level(options: Any) -> str:
 
 
 def parse_split_bytes(options: Any) -> int:
-    raw = options.get("splitBytes", str(planning.SPLIT_BYTES_DEFAULT))
+    lowered = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
+    raw = lowered.get("splitbytes", str(planning.SPLIT_BYTES_DEFAULT))
     try:
         value = int(raw)
     except ValueError:

@@ -101,14 +101,16 @@ def apply_limit(start: dict[str, int], latest: dict[str, int], limit: int | None
 
 
 def _parse_limit(options: dict[str, str]) -> int | None:
+    lowered = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
     for name in LIMIT_OPTIONS:
-        if name in options:
+        if name.lower() in lowered:
+            raw = lowered[name.lower()]
             try:
-                value = int(options[name])
+                value = int(raw)
             except ValueError:
                 value = 0
             if value < 1:
-                raise ConfigError(f"kafkalog option {name}={options[name]!r} must be an integer >= 1")
+                raise ConfigError(f"kafkalog option {name}={raw!r} must be an integer >= 1")
             return value
     return None
 
@@ -122,7 +124,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
             raise ConfigError("kafkalog streaming needs a path")
         self.topic = options.get("topic")
         self.limit = _parse_limit(options)
-        self.starting = options.get("startingOffsets", "earliest")
+        self.starting = {k.lower(): v for k, v in options.items()}.get("startingoffsets", "earliest")
         if self.starting not in ("earliest", "latest"):
             raise ConfigError(f"startingOffsets={self.starting!r} must be 'earliest' or 'latest'")
         self._last_end: dict[str, int] | None = None

@@ -63,3 +63,8 @@ def test_structured_streaming_honours_the_trigger_limit(spark, tmp_path: Path) -
         query.stop()
     assert rows == list(range(1500))
     assert max(progress) <= 400 and sum(progress) == 1500
+
+
+def test_option_names_are_case_insensitive_like_sparks() -> None:
+    reader = KafkaLogStreamReader({"path": "x", "maxrecordspertrigger": "7", "startingoffsets": "latest"})
+    assert (reader.limit, reader.starting) == (7, "latest")

@@ -1,0 +1,53 @@
+"""The labs' helper functions, checked against the storage engine and kafka-python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+
+from kafkalab.records.header import iter_headers
+from kafkalab.spark import labs
+from kafkalab.tools.gen_log import GenSpec, generate
+
+
+def test_predicted_index_entries_follows_kafkas_strict_rule() -> None:
+    assert labs.predicted_index_entries([1780, 160, 2790, 500], 4096) == 1
+    assert labs.predicted_index_entries([4096, 10], 4096) == 0  # "more than", not "at least"
+    assert labs.predicted_index_entries([4096, 4096, 4096], 4096) == 1
+    assert labs.predicted_index_entries([4097, 10, 10], 4096) == 1
+    assert labs.predicted_index_entries([], 4096) == 0
+
+
+@pytest.mark.parametrize("interval", [4096, 40_000])
+def test_prediction_matches_the_storage_engines_index(tmp_path: Path, interval: int) -> None:
+    spec = GenSpec(str(tmp_path), "t", 1, 6000, 100, 1.0, 100, "none", 3, 0, 1000,
+                   config=(("segment.bytes", "200000"), ("index.interval.bytes", str(interval))))
+    generate(spec, workers=1, show_progress=False)
+    actual = labs.actual_index_entries(tmp_path / "t-0")
+    assert len(actual) > 1
+    for name, entries in actual.items():
+        sizes = [h.size_bytes for h in iter_headers((tmp_path / "t-0" / name).read_bytes())]
+        assert labs.predicted_index_entries(sizes, interval) == entries
+
+
+def test_moved_share_against_kafka_python() -> None:
+    keys = [f"user-{i}".encode() for i in range(3000)]
+
+    def place(key: bytes, n: int) -> int:
+        return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
+
+    expected = sum(place(k, 6) != place(k, 12) for k in keys) / len(keys)
+    assert labs.moved_share(keys, 6, 12) == pytest.approx(expected)
+    assert 0.45 < expected < 0.55
+    assert labs.moved_share(keys, 6, 6) == 0.0
+
+
+def test_check_is_friendly() -> None:
+    assert labs.check("x", 3, 3).startswith("x: correct")
+    with pytest.raises(AssertionError, match="you predicted 2, the engine says 3"):
+        labs.check("x", 2, 3)
+    with pytest.raises(AssertionError, match="write your prediction first"):
+        labs.check("x", ..., 3)
+    assert "correct" in labs.check("share", 0.52, 0.5, rel_tol=0.1)
