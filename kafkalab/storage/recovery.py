@@ -9,7 +9,7 @@ What a directory can hold after a crash, and what opening it does, in order:
    compaction never completed).
 3. Remaining ``*.swap`` log files -- a compaction past its point of no return: find the offset
    range each swap segment covers, delete the old segment files inside that range, drop the
-   ``.swap`` suffix. Index files are rebuilt where needed.
+   ``.swap`` suffix. Swapped index files are deleted in step 2 and rebuilt.
 4. Index files without a ``.log`` are deleted; every ``.log`` becomes a segment. A segment
    whose index is missing or fails its sanity checks is recovered (its indexes rebuilt).
 5. Unless the broker shut down cleanly, every segment from the one holding the recovery point
@@ -76,6 +76,11 @@ def remove_temp_files_and_collect_swaps(directory: Path) -> list[Path]:
         elif extra == CLEANED_SUFFIX:
             cleaned_bases.append(base)
             path.unlink(missing_ok=True)
+        elif extra == SWAP_SUFFIX and _kind != LOG_SUFFIX:
+            # Like Kafka's LogLoader: a swapped index is never trusted. Delete it now and let
+            # the segment rebuild its indexes; only .log.swap files carry a swap to complete.
+            # (Keeping it would orphan it when the crash came after the .log lost its suffix.)
+            path.unlink(missing_ok=True)
         elif extra == SWAP_SUFFIX:
             swaps.append((path, base))
     min_cleaned = min(cleaned_bases, default=None)
@@ -104,14 +109,16 @@ def complete_swaps(directory: Path, swap_logs: list[Path], config: LogConfig, cl
     for path, base, _kind, extra in _segment_files(directory):
         if extra == "" and low <= base < high:
             path.unlink(missing_ok=True)
-    for path, _base, _kind, extra in _segment_files(directory):
-        if extra == SWAP_SUFFIX:
-            path.replace(path.with_name(path.name[: -len(SWAP_SUFFIX)]))
-    # Swapped-in index files are not trusted: they are rebuilt when the segment loads.
+    for path in swap_logs:
+        path.replace(path.with_name(path.name[: -len(SWAP_SUFFIX)]))
+    # Swapped-in index files are not trusted: they are rebuilt when the segment loads. That
+    # includes the .index.swap / .timeindex.swap files that opening the swap segment above
+    # created.
     for path in swap_logs:
         base = int(path.name[:20])
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             (directory / file_name(base, suffix)).unlink(missing_ok=True)
+            (directory / (file_name(base, suffix) + SWAP_SUFFIX)).unlink(missing_ok=True)
 
 
 def _open_segment(

@@ -103,8 +103,6 @@ def test_crash_at_every_rename_recovers_old_or_new(tmp_path: Path, monkeypatch: 
 ORPHAN_INDEX_SWAPS: set[str] = set()
 
 
-@pytest.mark.xfail(strict=True, reason="storage recovery leaves *.index.swap / *.timeindex.swap whose .log "
-                   "already lost its .swap suffix; Kafka deletes such index swap files on load")
 def test_recovery_leaves_no_orphan_index_swap_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     test_crash_at_every_rename_recovers_old_or_new(tmp_path, monkeypatch)
     assert not ORPHAN_INDEX_SWAPS, sorted(ORPHAN_INDEX_SWAPS)
