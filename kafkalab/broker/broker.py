@@ -109,7 +109,11 @@ class Broker:
             self._close(connection_id, f"unsupported API key {header.api_key} v{header.api_version}")
             return
         try:
-            body = SCHEMAS[header.api_key][0].decode(memoryview(frame)[header.body_offset :], header.api_version)
+            # Bytes after the last field are ignored, as Kafka's request parser does: librdkafka
+            # sends Metadata v9+ "all topics" with a 4-byte null count where a 1-byte varint
+            # belongs (librdkafka issue 5049), and Kafka answers it.
+            body = SCHEMAS[header.api_key][0].decode(
+                memoryview(frame)[header.body_offset :], header.api_version, allow_trailing=True)
         except KafkaError as error:
             self._close(connection_id, f"malformed API key {header.api_key} v{header.api_version}: {error}")
             return

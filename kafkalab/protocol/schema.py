@@ -182,12 +182,13 @@ class Message:
                 f"{self.valid[0]}-{self.valid[1]}"
             )
 
-    def decode(self, data: bytes | memoryview, version: int) -> Any:
-        """Decode a whole body; trailing bytes are an error."""
+    def decode(self, data: bytes | memoryview, version: int, *, allow_trailing: bool = False) -> Any:
+        """Decode a whole body; trailing bytes are an error unless ``allow_trailing`` (the broker
+        reads requests as Kafka's generated readers do: field by field, ignoring what is left)."""
         self.check_version(version)
         reader = Reader(data)
         value = self.struct.read(reader, version, self.is_flexible(version))
-        if reader.remaining_bytes:
+        if reader.remaining_bytes and not allow_trailing:
             raise ProtocolError(
                 f"{self.name} v{version}: {reader.remaining_bytes} unexpected trailing bytes "
                 f"at byte {reader.position}"

@@ -184,3 +184,25 @@ def test_fetch_response_carries_file_slices_for_sendfile(harness):
     assert len(slices) == 1 and slices[0].path.name.endswith(".log")
     assert int.from_bytes(out.parts[0], "big") == sum(
         len(p) if isinstance(p, bytes) else p.size_bytes for p in out.parts[1:])
+
+
+def test_trailing_bytes_after_a_request_body_are_ignored_as_kafka_does(harness):
+    """Regression: librdkafka sends Metadata v12 "all topics" as a 4-byte null count (00 00 00 00)
+    where a 1-byte varint belongs (librdkafka issue 5049); Kafka reads the first byte as null
+    topics and ignores the rest. kafkalab used to close the connection."""
+    harness.create_topic("t")
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")  # captured from librdkafka
+    harness.broker.handle(1, frame, harness.clock.milliseconds())
+    [out] = harness.outgoing()
+    assert not out.close, out.reason
+    body = harness.decode(out, 3, 12, correlation_id=3)
+    assert [t.name for t in body.topics] == ["t"]
+
+
+def test_describe_configs_with_an_empty_key_list_answers_every_key(harness):
+    """Regression: kafka-python sends configuration_keys=[]; Kafka treats empty like null."""
+    harness.create_topic("t", 1, {"cleanup.policy": "compact"})
+    describe = {"resources": [{"resource_type": 2, "resource_name": "t", "configuration_keys": []}],
+                "include_synonyms": False}
+    configs = {c.name: c for c in harness.call(32, 1, describe).results[0].configs}
+    assert configs["cleanup.policy"].value == "compact" and configs["retention.ms"].config_source == 5

@@ -93,7 +93,8 @@ def _describe(broker: Broker, resource: Any) -> list[ConfigEntry]:
     layers = broker.config_store.layers()
     node = str(broker.settings.node_id)
     keys = TOPIC_KEYS if entity_type == "topics" else BROKER_KEYS
-    wanted = sorted(keys) if resource.configuration_keys is None else [
+    # Null *or empty* means every key, as in Kafka's ConfigHelper (kafka-python sends []).
+    wanted = sorted(keys) if not resource.configuration_keys else [
         k for k in resource.configuration_keys if k in keys
     ]
     if entity_type == "topics":
