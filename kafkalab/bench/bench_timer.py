@@ -42,7 +42,7 @@ MEASURED_INSERTS_FULL = 300_000
 INSERT_RATE_REQUIRED = 500_000  # inserts/s on one core
 SEED = 13
 PER_STEP = 100  # timers inserted per clock step
-CHUNKS = 5  # each figure is the best of this many slices of the measured run
+CHUNKS = 12  # each figure is the best of this many slices of the measured run
 
 
 class _Noop(TimerTask):

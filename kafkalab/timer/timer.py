@@ -179,7 +179,12 @@ class Timer:
 
     @property
     def size(self) -> int:
-        """Pending tasks (Kafka's ``Timer.size``)."""
+        """Pending tasks (Kafka's ``Timer.size``).
+
+        Summed over the buckets -- O(levels × wheel_size), a few hundred additions -- rather than
+        kept in a counter, because cancellation happens on the task, which does not know its
+        timer; the insert and cancel paths stay free of bookkeeping.
+        """
         return sum(bucket.task_count for wheel in self._wheel.levels() for bucket in wheel.buckets)
 
     @property
