@@ -64,10 +64,10 @@ class TimerTask(_Link):
         # insert hot path, and one call less is measurable there.
         self._next = None
         self._prev = None
-        if not 0 <= delay_ms <= DELAY_MS_MAX:
+        if not isinstance(delay_ms, int) or not 0 <= delay_ms <= DELAY_MS_MAX:
             raise TimerError(
-                f"cannot create timer task {name!r}: delay {delay_ms} ms is outside "
-                f"[0, {DELAY_MS_MAX}] ms"
+                f"cannot create timer task {name!r}: delay {delay_ms!r} ms is not a whole "
+                f"number of milliseconds in [0, {DELAY_MS_MAX}]"
             )
         self.delay_ms = delay_ms
         self.name = name

@@ -124,6 +124,8 @@ class Timer:
         run, the rest cascade into finer buckets. Returns how many buckets were flushed."""
         if now_ms is None:
             now_ms = monotonic_ms(self._clock)
+        elif not isinstance(now_ms, int):
+            raise TimerError(f"cannot advance the timer to {now_ms!r}: not whole milliseconds")
         queue = self._queue
         flushed = 0
         while queue and queue[0][0] <= now_ms and flushed < FLUSHES_PER_ADVANCE_MAX:

@@ -76,10 +76,10 @@ def test_cancel_emits_event_only_when_listened() -> None:
     assert events == [TaskCancelled(id(tasks[1]), "b", 17, 0, 3)]
 
 
-@pytest.mark.parametrize("delay_ms", [-1, DELAY_MS_MAX + 1])
-def test_delay_out_of_bounds_is_a_typed_error(delay_ms: int) -> None:
-    with pytest.raises(TimerError, match=r"delay .* ms is outside \[0, ") as info:
-        Named(delay_ms, "bad")
+@pytest.mark.parametrize("delay_ms", [-1, DELAY_MS_MAX + 1, 1.5, "10", None])
+def test_delay_out_of_bounds_is_a_typed_error(delay_ms: object) -> None:
+    with pytest.raises(TimerError, match=r"delay .* ms is not a whole number of milliseconds in \[0, ") as info:
+        Named(delay_ms, "bad")  # type: ignore[arg-type]
     assert isinstance(info.value, KafkaError)
 
 

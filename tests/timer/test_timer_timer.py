@@ -230,3 +230,9 @@ def test_repr_mentions_levels_and_size() -> None:
     clock, timer, log = setup()
     timer.add(Recorder(500, "x", log, timer))
     assert "levels=3" in repr(timer) and "size=1" in repr(timer)
+
+
+def test_advance_to_a_fractional_time_is_a_typed_error() -> None:
+    clock, timer, log = setup()
+    with pytest.raises(TimerError, match="not whole milliseconds"):
+        timer.advance_clock(1.5)  # type: ignore[arg-type]
