@@ -26,6 +26,10 @@ and is watched under ``("orders", 0)``. A produce at t=1200 calls
 t=1200; its timer entry is cancelled. Had nothing arrived, the timer would have run F1 at t=1500
 with an empty response and ``expired`` set.
 
+The purgatory shares the broker's one timer with the periodic tasks and delayed deletions, so
+its ``num_delayed`` (the timer's size) also counts those few tasks; the purge heuristic
+(completed operations beyond ``FETCH_PURGE_INTERVAL``) is off by that handful, which is harmless.
+
 A fetch whose connection closes is *abandoned*: completed without a response, so neither road
 answers it and the purgatory purges it like any completed operation.
 """
