@@ -335,13 +335,17 @@ def storyboard(frames: Sequence[tuple[str, WheelState]]) -> Any:
     return fig
 
 
-def live(tick_ms: int = 1, wheel_size: int = 20) -> Any:
-    """Buttons to add a task and move the clock, redrawing the wheels after each click."""
+def live(tick_ms: int = 1, wheel_size: int = 20, session: WheelSession | None = None) -> Any:
+    """Buttons to add a task and move the clock, redrawing the wheels after each click.
+
+    Pass a ``session`` to drive (and inspect) a timer of your own; otherwise a fresh one is made.
+    """
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
     from IPython.display import Image
 
-    session = WheelSession(tick_ms=tick_ms, wheel_size=wheel_size)
+    if session is None:
+        session = WheelSession(tick_ms=tick_ms, wheel_size=wheel_size)
     delay = widgets.IntSlider(value=200, min=0, max=10_000, step=10, description="delay (ms)",
                               continuous_update=False, layout={"width": "420px"})
     step = widgets.IntSlider(value=10, min=1, max=1_000, description="advance (ms)",

@@ -137,16 +137,21 @@ def test_figures_draw_one_panel_per_frame() -> None:
 
 
 def test_live_widget_buttons_drive_the_timer() -> None:
-    box = live()
+    session = WheelSession()
+    box = live(session=session)
     (delay, add_button), (step, step_button, jump_button) = (
         box.children[0].children,
         box.children[1].children,
     )
     delay.value = 840
     add_button.click()
-    jump_button.click()  # to the level-2 bucket at 800
-    jump_button.click()  # to 840: runs
-    output = box.children[2]
-    assert len(output.outputs) == 1 and "image/png" in output.outputs[0]["data"]
+    assert [lv.level for lv in session.state().levels] == [0, 1, 2]
+    jump_button.click()  # to the level-2 bucket at 800: the task cascades
+    assert session.clock.milliseconds() == 800 and session.state().cascades == 1
+    jump_button.click()  # to 840: the task runs
+    assert session.state().fired == (("t0@840", 840),)
     step.value = 5
     step_button.click()
+    assert session.clock.milliseconds() == 845
+    output = box.children[2]
+    assert len(output.outputs) == 1 and "image/png" in output.outputs[0]["data"]
