@@ -110,10 +110,6 @@ def test_offsets_for_times_inside_a_compressed_batch(bootstrap: str, topic_name:
         consumer.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server bug: after a topic exists, librdkafka's all-topics MetadataRequest v12 (topics=null, "
-    "29 bytes) makes the server close the connection without a response; list_topics() fails "
-    "with _TRANSPORT"))
 @pytest.mark.timeout(60)
 def test_admin_create_describe_delete(bootstrap: str, topic_name: str) -> None:
     admin = AdminClient({**COMMON, "bootstrap.servers": bootstrap})
