@@ -32,14 +32,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import crc32c
 import numpy as np
 
 from kafkalab.clock import ManualClock
 from kafkalab.errors import ConfigError
 from kafkalab.partitioner import partitions_for_keys
-from kafkalab.records.header import Compression, iter_headers
-from kafkalab.records.model import Record
-from kafkalab.records.v2 import build_v2_batch
+from kafkalab.records.columnar import ByteSpans, encode_spans
+from kafkalab.records.compression import compress
+from kafkalab.records.header import LOG_OVERHEAD, V2_HEADER_SIZE, Compression, iter_headers
 
 BLOCK_RECORDS = 65_536  # records drawn per seeded block
 VALUE_POOL_BYTES = 1 << 20  # values are cut from this much seeded text
@@ -138,21 +139,37 @@ def draw_block(spec: GenSpec, block: int, cdf: np.ndarray) -> Block:
     return Block(np.arange(first, first + count, dtype=np.int64), rank, value_at, tombstone)
 
 
-def _value_pool(seed: int) -> bytes:
+def _value_pool(seed: int) -> np.ndarray:
     rng = np.random.default_rng([seed, 2**32 - 1])  # a stream no block uses
-    return (rng.integers(0, 26, VALUE_POOL_BYTES, dtype=np.uint8) + ord("a")).tobytes()
+    return rng.integers(0, 26, VALUE_POOL_BYTES, dtype=np.uint8) + ord("a")
 
 
-def _encode_batches(spec: GenSpec, keys: list[bytes], values: list[bytes | None], timestamps: np.ndarray) -> list[bytes]:
-    """Producer-sized v2 batches (offsets relative; the log assigns the real ones)."""
-    per_batch = max(1, spec.batch_bytes // (spec.value_bytes + len(keys[0]) + 12))
+def _encode_batches(spec: GenSpec, keys: ByteSpans, values: ByteSpans,
+                    timestamps: np.ndarray) -> tuple[list[bytes], list[int]]:
+    """Producer-sized v2 batches (offsets relative; the log assigns the real ones) and each
+    batch's maxTimestamp. ``batch.size`` bounds the uncompressed records, as the columnar
+    encoder packs them; a compressed batch is then the same records with its body compressed."""
+    data = encode_spans(keys, values, timestamps, batch_bytes=spec.batch_bytes)
     codec = CODECS[spec.compression]
-    batches = []
-    for start in range(0, len(keys), per_batch):
-        stop = min(start + per_batch, len(keys))
-        records = [Record(i - start, int(timestamps[i]), keys[i], values[i]) for i in range(start, stop)]
-        batches.append(build_v2_batch(records, base_offset=0, compression=codec))
-    return batches
+    batches, max_ts = [], []
+    view = memoryview(data)
+    for header in iter_headers(data):
+        batch = view[header.position:header.end_position]
+        batches.append(bytes(batch) if codec is Compression.NONE else _compressed(batch, codec))
+        max_ts.append(header.max_timestamp)
+    return batches, max_ts
+
+
+def _compressed(batch: memoryview, codec: Compression) -> bytes:
+    """The same batch with its records compressed: new batchLength, codec bits and CRC-32C."""
+    body = compress(codec, bytes(batch[V2_HEADER_SIZE:]))
+    header = bytearray(batch[:V2_HEADER_SIZE])
+    header[8:12] = (V2_HEADER_SIZE - LOG_OVERHEAD + len(body)).to_bytes(4, "big")
+    attributes = int.from_bytes(header[21:23], "big") | int(codec)
+    header[21:23] = attributes.to_bytes(2, "big")
+    crc = crc32c.crc32c(bytes(header[21:]) + body)
+    header[17:21] = crc.to_bytes(4, "big")
+    return bytes(header) + body
 
 
 def _append_all(log, clock: ManualClock, batches: list[bytes], max_ts: list[int]) -> None:  # type: ignore[no-untyped-def]
@@ -178,7 +195,6 @@ def write_partitions(spec: GenSpec, owned: list[int], progress=None) -> dict[int
 
     config = LogConfig.from_properties(dict(spec.config))
     key_data, key_offsets = key_table(spec.keys)
-    key_bytes = key_data.tobytes()
     key_partition = partitions_for_keys(key_data, key_offsets, spec.partitions)
     cdf = zipf_cdf(spec.keys, spec.key_skew)
     pool = _value_pool(spec.seed)
@@ -193,13 +209,12 @@ def write_partitions(spec: GenSpec, owned: list[int], progress=None) -> dict[int
                 rows = np.nonzero(partition_of == p)[0]
                 if len(rows) == 0:
                     continue
-                ranks, at = drawn.rank[rows].tolist(), drawn.value_at[rows].tolist()
-                keys = [key_bytes[key_offsets[r]:key_offsets[r + 1]] for r in ranks]
-                values = [None if dead else pool[a:a + spec.value_bytes]
-                          for a, dead in zip(at, drawn.tombstone[rows].tolist())]
+                ranks = drawn.rank[rows]
+                keys = ByteSpans(key_data, key_offsets[ranks], key_offsets[ranks + 1] - key_offsets[ranks])
+                lengths = np.where(drawn.tombstone[rows], -1, spec.value_bytes)
+                values = ByteSpans(pool, drawn.value_at[rows], lengths)
                 timestamps = spec.start_ms + drawn.index[rows] * 1000 // spec.rate
-                batches = _encode_batches(spec, keys, values, timestamps)
-                max_ts = [h.max_timestamp for b in batches for h in iter_headers(b)]
+                batches, max_ts = _encode_batches(spec, keys, values, timestamps)
                 _append_all(logs[p], clocks[p], batches, max_ts)
                 written[p] += len(rows)
             if progress is not None:

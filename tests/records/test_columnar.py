@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -110,3 +111,29 @@ def test_columnar_fuzz_only_raises_corrupt_record(data) -> None:
         assert columns.to_records() == reference
     except CorruptRecordError:
         pass
+
+
+def test_encode_spans_reads_repeated_spans_of_one_buffer() -> None:
+    from kafkalab.records.columnar import ByteSpans, encode_spans
+
+    table = np.frombuffer(b"user-0user-1user-22", np.uint8)
+    ranks = np.array([2, 0, 2, 1])
+    starts, lengths = np.array([0, 6, 12]), np.array([6, 6, 7])
+    keys = ByteSpans(table, starts[ranks], lengths[ranks])
+    values = ByteSpans(table, np.array([0, 0, 3, 0]), np.array([3, -1, 0, 19]))
+    data = encode_spans(keys, values, [5, 6, 7, 8], base_offset=10)
+    expected = encode_columns([b"user-22", b"user-0", b"user-22", b"user-1"],
+                              [b"use", None, b"", b"user-0user-1user-22"], [5, 6, 7, 8], base_offset=10)
+    assert data == expected
+    decoded = [(r.offset, r.key, r.value) for r in decode_records(data)]
+    assert decoded == [(10, b"user-22", b"use"), (11, b"user-0", None), (12, b"user-22", b""),
+                       (13, b"user-1", b"user-0user-1user-22")]
+
+
+def test_encode_spans_rejects_spans_outside_the_buffer() -> None:
+    from kafkalab.records.columnar import ByteSpans
+
+    with pytest.raises(InvalidRecordError, match="outside its 4-byte buffer"):
+        ByteSpans(np.zeros(4, np.uint8), np.array([2]), np.array([3]))
+    with pytest.raises(InvalidRecordError, match="2 span starts but 1 lengths"):
+        ByteSpans(np.zeros(4, np.uint8), np.array([0, 1]), np.array([1]))
