@@ -61,7 +61,7 @@ def open_broker(
     rng: random.Random,
 ) -> Broker:
     """A broker over ``data_dir`` with its periodic tasks scheduled on its timer."""
-    config_store = DynamicConfigStore(data_dir)
+    config_store = DynamicConfigStore(data_dir, broker_id=str(settings.node_id))
     config_store.static, _ = static_properties(config_store.static, properties)
     timer = Timer(clock)
     scheduler = Scheduler(timer)

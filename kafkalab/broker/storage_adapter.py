@@ -74,6 +74,9 @@ class StorageLogStore:
         return log
 
     def delete_log(self, topic: str, partition: int) -> None:
+        log = self.manager.get_log(topic, partition)
+        if log is not None:
+            self.config_store.detach_log(log)
         self.manager.delete_log(topic, partition)
 
     def topic_id(self, topic: str, partition: int) -> uuid.UUID | None:

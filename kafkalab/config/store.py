@@ -89,10 +89,17 @@ def write_atomically(path: Path, text: str) -> None:
 
 class DynamicConfigStore:
     """Static and dynamic configs of one data directory. Not thread-safe; owned by one broker
-    process or one CLI invocation."""
+    process or one CLI invocation.
 
-    def __init__(self, data_dir: Path) -> None:
+    ``broker_id`` names the broker whose view this is: its per-broker dynamic configs
+    (``--entity-type brokers --entity-name 0``) then apply to every topic it resolves. A CLI
+    editing a stopped broker's directory leaves it None (cluster-wide view).
+    """
+
+    def __init__(self, data_dir: Path, broker_id: str | None = None) -> None:
         self.data_dir = Path(data_dir)
+        self.broker_id = broker_id
+        self._log_listeners: dict[int, tuple[str, TopicListener]] = {}
         self._path = self.data_dir / STORE_FILE_NAME
         self._entities: dict[str, dict[str, dict[str, str]]] = {t: {} for t in ENTITY_TYPES}
         self._listeners: dict[str, list[TopicListener]] = {}
@@ -142,7 +149,7 @@ class DynamicConfigStore:
 
     def topic_properties(self, topic: str, broker_id: str | None = None) -> dict[str, str]:
         """The topic's effective properties: ``LogConfig.from_properties`` input."""
-        return topic_properties(self.layers(), topic, broker_id)
+        return topic_properties(self.layers(), topic, broker_id or self.broker_id)
 
     def log_config(self, topic: str, broker_id: str | None = None) -> LogConfig:
         """The topic's effective ``LogConfig``."""
@@ -192,6 +199,19 @@ class DynamicConfigStore:
 
         log.config = self.log_config(log.topic)
         self.watch_topic(log.topic, reconfigure)
+        self._log_listeners[id(log)] = (log.topic, reconfigure)
+
+    def detach_log(self, log: _ConfigurableLog) -> None:
+        """Stop reconfiguring ``log`` (it was deleted); a no-op for a log never attached."""
+        attached = self._log_listeners.pop(id(log), None)
+        if attached is None:
+            return
+        topic, listener = attached
+        listeners = self._listeners.get(topic, [])
+        if listener in listeners:
+            listeners.remove(listener)
+        if not listeners:
+            self._listeners.pop(topic, None)
 
     def _topic_snapshot(self) -> dict[str, dict[str, str]]:
         return {topic: self.topic_properties(topic) for topic in self._listeners}

@@ -9,6 +9,7 @@ import pytest
 
 from kafkalab.config.store import DEFAULT_ENTITY, STORE_FILE_NAME, DynamicConfigStore
 from kafkalab.errors import ConfigError
+from kafkalab.storage.log_config import LogConfig
 
 
 def test_alter_persists_and_reloads(tmp_path: Path) -> None:
@@ -99,3 +100,33 @@ def test_lowering_retention_takes_effect_at_next_retention_check(tmp_path: Path)
     assert log.config.retention_ms == 1000
     assert delete_old_segments(log, clock.milliseconds()).time_breached == 4
     assert log.log_start_offset == 4
+
+
+class _FakeLog:
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.config = LogConfig()
+
+
+def test_per_broker_override_reaches_logs_of_that_broker(tmp_path: Path) -> None:
+    store = DynamicConfigStore(tmp_path, broker_id="0")
+    log = _FakeLog("t")
+    store.attach_log(log)
+    store.alter("brokers", "0", {"log.retention.ms": "1234"})
+    assert log.config.retention_ms == 1234
+    # Another broker's override does not apply to broker 0's logs.
+    store.alter("brokers", "1", {"log.retention.ms": "999"})
+    assert log.config.retention_ms == 1234
+    # A topic override still wins over the per-broker value.
+    store.alter("topics", "t", {"retention.ms": "50"})
+    assert log.config.retention_ms == 50
+
+
+def test_detached_log_is_no_longer_reconfigured(tmp_path: Path) -> None:
+    store = DynamicConfigStore(tmp_path, broker_id="0")
+    log = _FakeLog("t")
+    store.attach_log(log)
+    store.detach_log(log)
+    store.alter("topics", "t", {"retention.ms": "50"})
+    assert log.config.retention_ms != 50
+    store.detach_log(log)  # a second detach is harmless
