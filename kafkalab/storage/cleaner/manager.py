@@ -108,13 +108,15 @@ def log_to_clean(log: ManagedLog, checkpoint: int | None, now_ms: int) -> LogToC
             clean_bytes += segment.size_bytes
         elif segment.base_offset < first_uncleanable:
             dirty_bytes += segment.size_bytes
-            if first_dirty_timestamp is None and segment.size_bytes > 0:
-                first_dirty_timestamp = largest_timestamp_ms(segment)
+        if index + 1 < len(segments) and next_base > first_dirty:
+            # Kafka's maxCompactionDelay: the earliest positive first-batch max timestamp of
+            # the dirty non-active segments (LogSegment.getFirstBatchTimestamp).
+            first = segment.entry_at(0)
+            if first is not None and first.max_timestamp > 0:
+                first_dirty_timestamp = min(first.max_timestamp, first_dirty_timestamp or first.max_timestamp)
     delay_ms = 0
     max_lag_ms = log.config.max_compaction_lag_ms
     if max_lag_ms < LONG_MAX and first_dirty_timestamp is not None:
-        # Kafka uses the first batch's timestamp; a segment's largest timestamp is a close,
-        # later-leaning stand-in that never triggers a clean too early.
         delay_ms = max(0, now_ms - first_dirty_timestamp - max_lag_ms)
     return LogToClean(log, first_dirty, first_uncleanable, clean_bytes, dirty_bytes, delay_ms)
 
@@ -184,6 +186,23 @@ class LogCleaner:
         result = self.cleaner.clean(log, chosen.first_dirty_offset, chosen.first_uncleanable_offset, self._now_ms())
         self.checkpoint.update(log.topic, log.partition, result.end_offset)
         return CleanOutcome(log.topic, log.partition, chosen.dirty_ratio, result)
+
+    def maybe_truncate_checkpoint(self, log: ManagedLog, offset: int) -> bool:
+        """Move a compacted log's checkpoint down to ``offset`` if it is above it (Kafka's
+        ``LogCleanerManager.maybeTruncateCheckpoint``). Returns whether it moved.
+
+        The log manager calls this after truncating a log, with the active segment's base
+        offset: the cleaned range must never claim offsets the log no longer has."""
+        existing = self.checkpoint.get(log.topic, log.partition)
+        if not is_compacted(log) or existing is None or existing <= offset:
+            return False
+        self.checkpoint.update(log.topic, log.partition, offset)
+        return True
+
+    def after_truncation(self, log: ManagedLog) -> bool:
+        """The hook for ``Log.truncate_to`` / ``truncate_fully_and_start_at`` callers (Kafka's
+        ``LogManager.truncateTo``): clamp the checkpoint to the new active segment's base."""
+        return self.maybe_truncate_checkpoint(log, log.segments[-1].base_offset)
 
     def force_clean(self, log: ManagedLog) -> CleanOutcome:
         """Clean ``log`` now, whatever its dirty ratio (tests, notebooks, ``kafkalab`` tools)."""

@@ -71,3 +71,16 @@ def test_clean_once_picks_filthiest_and_checkpoints(tmp_path) -> None:  # type: 
     assert outcome is not None and outcome.topic == "u"
     assert cleaner.clean_once([b.log, a.log, deletes.log]) is None  # nothing dirty is left
     assert len(records_on_disk(deletes.log)) == 6  # delete-only logs are never compacted
+
+
+def test_truncation_moves_the_checkpoint_down_to_the_active_segment(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100"})
+    fill(fx, 8)
+    cleaner = LogCleaner(fx.root, fx.clock.milliseconds)
+    cleaner.force_clean(fx.log)
+    assert cleaner.checkpoint.get("t", 0) == 7
+    assert not cleaner.after_truncation(fx.log)  # nothing truncated: the checkpoint stays
+    fx.log.truncate_to(3)
+    assert cleaner.after_truncation(fx.log)
+    assert CleanerCheckpoint(fx.root).get("t", 0) == fx.log.segments[-1].base_offset <= 3
+    assert not cleaner.maybe_truncate_checkpoint(fx.log, 5)  # never moves up
