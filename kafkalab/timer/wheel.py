@@ -42,7 +42,6 @@ Not thread-safe. Owned by one ``Timer``, which alone calls ``add`` and ``advance
 from __future__ import annotations
 
 import heapq
-import itertools
 
 from kafkalab.errors import TimerError
 from kafkalab.timer.events import OverflowWheelCreated, TimerListener
@@ -55,16 +54,16 @@ WHEEL_SIZE_MAX = 1 << 20
 # 54 levels span 2**54 ms, which covers DELAY_MS_MAX; no legal task needs more.
 WHEEL_LEVELS_MAX = 54
 
-# The delay queue: a heap of (bucket expiration ms, tie-breaking sequence number, bucket).
+# The delay queue: a heap of (bucket expiration ms, wheel level, bucket). Within one level no two
+# queued buckets share an expiration (each covers a different tick), so (expiration, level) is
+# unique and the heap never has to compare two buckets.
 DelayQueue = list[tuple[int, int, TimerTaskList]]
 
 
 class TimingWheel:
     """One level of the hierarchy: ``wheel_size`` buckets of ``tick_ms`` each.
 
-    ``delay_queue`` and ``listeners`` are shared by every level of one timer. ``sequence``
-    numbers heap entries so two buckets with the same expiration (one per level) never need to
-    be compared.
+    ``delay_queue`` and ``listeners`` are shared by every level of one timer.
 
     Not thread-safe; owned by one ``Timer``.
     """
@@ -78,7 +77,6 @@ class TimingWheel:
         "buckets",
         "overflow_wheel",
         "_queue",
-        "_sequence",
         "_listeners",
     )
 
@@ -91,7 +89,6 @@ class TimingWheel:
         listeners: list[TimerListener],
         *,
         level: int = 0,
-        sequence: itertools.count[int] | None = None,
     ) -> None:
         if tick_ms < 1:
             raise TimerError(f"cannot build a timing wheel with tick {tick_ms} ms: must be >= 1")
@@ -110,7 +107,6 @@ class TimingWheel:
         self.buckets = [TimerTaskList(level, i, listeners) for i in range(wheel_size)]
         self.overflow_wheel: TimingWheel | None = None
         self._queue = delay_queue
-        self._sequence = sequence if sequence is not None else itertools.count()
         self._listeners = listeners
 
     def add(self, task: TimerTask) -> TimerTaskList | None:
@@ -135,9 +131,7 @@ class TimingWheel:
                 if bucket.expiration_ms != bucket_expiration_ms:
                     # The bucket was idle: queue it for its new tick.
                     bucket.expiration_ms = bucket_expiration_ms
-                    heapq.heappush(
-                        self._queue, (bucket_expiration_ms, next(self._sequence), bucket)
-                    )
+                    heapq.heappush(self._queue, (bucket_expiration_ms, wheel.level, bucket))
                 return bucket
             overflow = wheel.overflow_wheel
             wheel = overflow if overflow is not None else wheel._add_overflow_wheel()
@@ -177,7 +171,6 @@ class TimingWheel:
             self._queue,
             self._listeners,
             level=self.level + 1,
-            sequence=self._sequence,
         )
         self.overflow_wheel = overflow
         if self._listeners:

@@ -140,8 +140,11 @@ def test_readding_a_pending_task_reschedules_it(invariants: Callable[[Timer], No
     assert log == [("x", 15)]
 
 
-def test_task_cancelling_a_sibling_in_the_same_flush() -> None:
+@pytest.mark.parametrize("traced", [False, True])
+def test_task_cancelling_a_sibling_in_the_same_flush(traced: bool) -> None:
     clock, timer, log = setup()
+    if traced:
+        timer.add_listener(lambda event: None)
 
     class Canceller(TimerTask):
         __slots__ = ("victim",)
