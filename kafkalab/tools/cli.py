@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("topics", "Create, list, describe, alter and delete topics (kafka-topics.sh)."),
     "console-producer": ("console_producer", "Send lines from stdin as records (kafka-console-producer.sh)."),
     "console-consumer": ("console_consumer", "Print records of a partition to stdout (kafka-console-consumer.sh)."),
+    "producer-perf-test": ("producer_perf_test", "Measure produce throughput and latency (kafka-producer-perf-test.sh)."),
+    "consumer-perf-test": ("consumer_perf_test", "Measure fetch throughput of a topic (kafka-consumer-perf-test.sh)."),
 }
 
 
