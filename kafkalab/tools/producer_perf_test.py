@@ -148,6 +148,8 @@ def random_letters(rng: random.Random, size_bytes: int) -> bytes:
 def read_payload_file(path: Path, delimiter: str, out: TextIO) -> list[bytes]:
     """The file's entries split at ``delimiter`` (a literal string; Kafka's is a regex)."""
     print(f"Reading payloads from: {path.absolute()}", file=out)
+    if not delimiter:
+        raise ConfigError("--payload-delimiter must not be empty")
     if not path.is_file() or path.stat().st_size == 0:
         raise ConfigError("File does not exist or empty file provided.")
     if path.stat().st_size > PAYLOAD_FILE_BYTES_MAX:

@@ -179,6 +179,8 @@ def test_payload_file_entries_and_kafka_messages(tmp_path: Path) -> None:
         ppt.read_payload_file(tmp_path / "empty", "\n", io.StringIO())
     with pytest.raises(ConfigError, match="File does not exist"):
         ppt.read_payload_file(tmp_path / "missing", "\n", io.StringIO())
+    with pytest.raises(ConfigError, match="--payload-delimiter must not be empty"):
+        ppt.read_payload_file(path, "", io.StringIO())
 
 
 def test_throttler_mirrors_kafka() -> None:
