@@ -18,7 +18,15 @@ insert rate across sizes against the 500,000 inserts/s requirement.
 
 The garbage collector is paused while a figure is timed, as ``timeit`` does: a full collection
 walks every live object, so with a million pending timers it would charge both timers for the
-size of the heap rather than for their own work.
+size of the heap rather than for their own work. Each figure is the best of several slices and
+rounds, so a burst of load on a shared machine spoils one sample, not the figure.
+
+Reading the lines: the per-size target ``>=1.0`` asks "is the wheel faster than the heap at
+this n?" -- a pure-Python wheel against C-coded ``heapq`` says no for small n and yes from
+about 10^5 pending. The wheel's cost per operation does not grow with n; what moves it is
+*density*: with 10^3 timeouts spread over 30 s nearly every bucket holds one task, so each
+task pays its own bucket flushes (about 3.5), while with 10^6 a flush serves dozens of tasks.
+Its max/min across sizes is therefore the sparse case against the dense one.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ INSERT_RATE_REQUIRED = 500_000  # inserts/s on one core
 SEED = 13
 PER_STEP = 100  # timers inserted per clock step
 CHUNKS = 12  # each figure is the best of this many slices of the measured run
+ROUNDS = 2  # ...and the best of this many rounds over all sizes
 
 
 class _Noop(TimerTask):
@@ -169,10 +178,14 @@ def run(reporter: Reporter, full: bool = False) -> None:
     inserts = MEASURED_INSERTS_FULL if full else MEASURED_INSERTS
     wheel: dict[int, Rates] = {}
     heap: dict[int, Rates] = {}
+    # Whole rounds over every size, best per size: a burst of load from the other core then
+    # spoils one round of one size, not the size's only figure.
+    for _ in range(ROUNDS):
+        for pending in SIZES:
+            wheel[pending] = _best(wheel.get(pending), measure(Timer, pending, inserts))
+            heap[pending] = _best(heap.get(pending), measure(HeapTimer, pending, inserts))
+            gc.collect()
     for pending in SIZES:
-        wheel[pending] = measure(Timer, pending, inserts)
-        heap[pending] = measure(HeapTimer, pending, inserts)
-        gc.collect()
         w, h = wheel[pending], heap[pending]
         reporter.report(
             f"timer.insert_expire.n{pending}", w.insert_expire_ops_s, "ops/s",
@@ -195,6 +208,15 @@ def run(reporter: Reporter, full: bool = False) -> None:
     reporter.report(
         "timer.insert.rate_min", slowest_insert, "inserts/s", INSERT_RATE_REQUIRED, ">=1.0"
     )
+
+
+def _best(old: Rates | None, new: Rates) -> Rates:
+    if old is None:
+        return new
+    return Rates(*(max(a, b) for a, b in zip(
+        (old.insert_expire_ops_s, old.insert_cancel_ops_s, old.insert_ops_s),
+        (new.insert_expire_ops_s, new.insert_cancel_ops_s, new.insert_ops_s),
+    )))
 
 
 def _spread(rates: dict[int, Rates], field: str) -> float:
