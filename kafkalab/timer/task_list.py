@@ -180,6 +180,19 @@ class TimerTaskList:
         self.expiration_ms = -1
         return tasks
 
+    def flush_single(self) -> TimerTask:
+        """``flush`` for a bucket holding exactly one task: detach and return that task."""
+        assert self.task_count == 1, f"flush_single on {self!r}"
+        root = self._root
+        task = root._next
+        assert isinstance(task, TimerTask) and task._next is root
+        root._next = root._prev = root
+        task._next = task._prev = None
+        task._bucket = None
+        self.task_count = 0
+        self.expiration_ms = -1
+        return task
+
     def tasks(self) -> list[TimerTask]:
         """The pending tasks, oldest first, without detaching them (for inspection)."""
         result: list[TimerTask] = []

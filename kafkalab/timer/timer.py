@@ -140,6 +140,13 @@ class Timer:
                 continue
             # The untraced flush, inlined: with sparse timeouts nearly every task costs a flush
             # of its own, so this loop is as hot as add(). Same steps as _flush_traced.
+            if bucket.task_count == 1:
+                # Sparse timeouts: most buckets hold one task; skip building a list for it. A
+                # task still in a bucket cannot be cancelled (cancel unlinks it), so no check.
+                task = bucket.flush_single()
+                if wheel_add(task) is None:
+                    task.run()
+                continue
             for task in bucket.flush():
                 if not task.cancelled and wheel_add(task) is None:
                     task.run()

@@ -86,3 +86,13 @@ def test_delay_out_of_bounds_is_a_typed_error(delay_ms: object) -> None:
 def test_base_task_run_must_be_overridden() -> None:
     with pytest.raises(NotImplementedError):
         TimerTask(1).run()
+
+
+def test_flush_single_detaches_the_only_task() -> None:
+    bucket, tasks = make(["only"])
+    bucket.expiration_ms = 40
+    assert bucket.flush_single() is tasks[0]
+    assert bucket.expiration_ms == -1 and len(bucket) == 0 and bucket.tasks() == []
+    assert not tasks[0].pending
+    bucket.add(tasks[0])
+    assert bucket.tasks() == [tasks[0]]
