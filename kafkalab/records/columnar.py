@@ -24,6 +24,13 @@ present: a record takes at least 7 bytes, so a batch claiming more records than
 Worked example: 1,000,000 records of 100-byte values in 16 KiB batches are ~7,600 batches; the
 Python side does 7,600 header reads and CRCs, the kernel the rest. Only magic 2 is handled here;
 older magics go through the reference decoder.
+
+Two helpers serve batch-level analytics and Arrow: :func:`scan_entries` finds every entry of a
+segment in one compiled walk along the ``batchLength`` fields and :func:`decode_v2_headers`
+reads all their 61-byte headers with one structured numpy view (no object per batch);
+:func:`header_spans` lists record headers as spans of ``data``. The encoder has a span form too
+(:func:`encode_spans`): keys and values given as start/length into shared buffers, so a
+generator never builds a Python ``bytes`` per record.
 """
 
 from __future__ import annotations
@@ -267,6 +274,99 @@ def decode_columns(buf, *, check_crc: bool = True,
         where = headers[b].position if pos >= len(buf) else int(pos)
         raise CorruptRecordError(f"{_ERRORS[code]} (batch at byte {headers[b].position})", position=where)
     return RecordColumns(data, *out, batches=tuple(headers))
+
+
+# ----------------------------------------------------------------------------- scan
+
+ENTRIES_PER_SCAN_MAX = 4_000_000  # ~64 GiB of 16 KiB batches: callers split larger ranges
+_ENTRY_SIZE_MIN = 14  # a v0 message's smallest body (crc, magic, attributes, two lengths)
+
+# The v2 batch header as one big-endian structured type (kafka-facts section B).
+V2_HEADER_DTYPE = np.dtype([
+    ("base_offset", ">i8"), ("batch_length", ">i4"), ("partition_leader_epoch", ">i4"),
+    ("magic", "i1"), ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"),
+    ("base_timestamp", ">i8"), ("max_timestamp", ">i8"), ("producer_id", ">i8"),
+    ("producer_epoch", ">i2"), ("base_sequence", ">i4"), ("records_count", ">i4"),
+])
+
+
+@njit(cache=True, nogil=True)
+def _walk(buf, start, end, max_count):  # pragma: no cover - compiled
+    positions = np.empty(16, np.int64)
+    sizes = np.empty(16, np.int64)
+    magics = np.empty(16, np.int8)
+    count = 0
+    pos = start
+    while end - pos > 16 and count < max_count:  # 16 = magic's offset: the magic must be there
+        size = (np.int64(buf[pos + 8]) << 24) | (np.int64(buf[pos + 9]) << 16) | (
+            np.int64(buf[pos + 10]) << 8) | np.int64(buf[pos + 11])
+        if size >= 2**31:
+            size -= 2**32
+        if size < _ENTRY_SIZE_MIN:
+            return positions, sizes, magics, count, pos
+        if pos + 12 + size > end:
+            break
+        if count == len(positions):
+            positions = np.concatenate((positions, np.empty(count, np.int64)))
+            sizes = np.concatenate((sizes, np.empty(count, np.int64)))
+            magics = np.concatenate((magics, np.empty(count, np.int8)))
+        positions[count] = pos
+        sizes[count] = 12 + size
+        magics[count] = buf[pos + 16]
+        count += 1
+        pos += 12 + size
+    return positions, sizes, magics, count, -1
+
+
+def scan_entries(buf: np.ndarray, start: int = 0, end: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions, sizes and magics of the complete entries (any magic) in ``buf[start:end]``,
+    found by one compiled walk along the ``batchLength`` fields -- no object per batch.
+
+    Like :func:`iter_headers`, a partial trailing entry ends the walk quietly; an entry whose
+    length field is below the smallest legal entry raises :class:`CorruptRecordError`.
+    """
+    end = len(buf) if end is None else end
+    positions, sizes, magics, count, bad = _walk(buf, start, end, ENTRIES_PER_SCAN_MAX)
+    if bad >= 0:
+        raise CorruptRecordError(f"entry size field below the smallest legal entry "
+                                 f"({_ENTRY_SIZE_MIN} bytes) at byte {bad}", position=int(bad))
+    return positions[:count], sizes[:count], magics[:count]
+
+
+def decode_v2_headers(buf: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The 61-byte v2 headers at ``positions`` as one native-endian structured array."""
+    rows = buf[positions[:, None] + np.arange(V2_HEADER_SIZE)]
+    return rows.view(V2_HEADER_DTYPE).ravel().astype(V2_HEADER_DTYPE.newbyteorder("="))
+
+
+@njit(cache=True, nogil=True)
+def _header_spans(data, starts, counts, total):  # pragma: no cover - compiled
+    """Spans of every header of every record; the decoder already validated them."""
+    out = np.empty((total, 4), np.int64)  # key start, key length, value start, value length
+    n = 0
+    for i in range(len(starts)):
+        if counts[i] == 0:
+            continue
+        _, p = _varint(data, starts[i], len(data))
+        for _h in range(counts[i]):
+            hk, p = _varint(data, p, len(data))
+            out[n, 0] = p
+            out[n, 1] = hk
+            p += hk
+            hv, p = _varint(data, p, len(data))
+            out[n, 2] = p
+            out[n, 3] = hv
+            p += max(hv, 0)
+            n += 1
+    return out
+
+
+def header_spans(columns: RecordColumns) -> np.ndarray:
+    """Record headers as spans of ``columns.data``: one row (key start, key length, value start,
+    value length) per header, records in order; ``headers_count`` says how many rows each owns."""
+    total = int(columns.headers_count.sum())
+    return _header_spans(columns.data, columns.headers_start, columns.headers_count, total)
 
 
 # ----------------------------------------------------------------------------- encode

@@ -3,17 +3,23 @@
 Theory of operation
 -------------------
 Spark's Python data sources are fastest when ``read()`` yields ``pyarrow.RecordBatch`` objects
-built from numpy buffers (no Python object per row). A split of a segment is read in *chunks* of
+built from numpy buffers (no Python object per row). The records package owns the decoding;
+this module only turns its columns into Arrow. A split of a segment is read in *chunks* of
 consecutive Kafka batches holding about :data:`CHUNK_RECORDS` records each:
 
-1. :func:`kafkalab.spark.columns.walk_batches` finds the batches, and their 61-byte headers are
-   decoded all at once (:func:`decode_v2_headers`);
-2. for the record level, each batch body is located in the segment buffer -- or decompressed into
-   a side buffer when the batch carries a codec -- and the records of the whole chunk are parsed in
-   one numba call;
-3. keys, values and header strings are packed into contiguous buffers and wrapped as Arrow arrays
-   with ``from_buffers``; per-batch fields (producer id, segment, compression...) are repeated per
-   record with ``np.repeat``.
+1. :func:`kafkalab.records.columnar.scan_entries` finds the batches in one compiled walk and
+   :func:`~kafkalab.records.columnar.decode_v2_headers` decodes their 61-byte headers at once;
+   the batch level stops here;
+2. for the record level, :func:`~kafkalab.records.columnar.decode_columns` decodes a chunk's
+   bytes (decompressing batches that carry a codec) into per-record columns whose keys, values
+   and headers are *spans* of the segment buffer;
+3. :func:`gather` packs the spans of one column into a contiguous buffer with int32 offsets in
+   one compiled pass, wrapped with ``Array.from_buffers``; per-batch fields (producer id,
+   compression...) are taken per record with ``batch_index``.
+
+Why a copy in step 3: an Arrow binary column needs value ``i`` to end where value ``i + 1``
+starts, and in a record batch a key and its value are separated by varints, so spans of the
+segment cannot be used in place; one memcpy-like pass per column is the cheapest correct layout.
 
 Worked example: a chunk of 32 batches of 4,096 records with 100-byte values becomes one Arrow
 record batch of 131,072 rows whose ``value`` column is a single 13.1 MB buffer plus 131,073
@@ -26,25 +32,23 @@ all three formats through :func:`kafkalab.records.header.read_header`).
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-import cramjam
+import numba
 import numpy as np
 import pyarrow as pa
 
-from kafkalab.errors import CorruptRecordError, KafkaError, ErrorCode, UnsupportedCompressionError
+from kafkalab.errors import CorruptRecordError, ErrorCode, KafkaError
+from kafkalab.records import columnar as col
 from kafkalab.records.header import read_header
-from kafkalab.spark import columns as col
 from kafkalab.spark.schema import BATCH_FIELDS, RECORD_FIELDS
 
 CHUNK_RECORDS = 131_072  # Arrow batch size that measured fastest through Spark (spark-notes)
 CHUNK_BATCHES_MAX = 65_536  # bounds a chunk of tiny batches
-DECOMPRESSED_BATCH_BYTES_MAX = 64 * 1024 * 1024  # no sane batch inflates beyond this
-XERIAL_SNAPPY_MAGIC = b"\x82SNAPPY\x00"  # Kafka's Java client frames snappy with xerial's header
 CODEC_NAMES = ["none", "gzip", "snappy", "lz4", "zstd"]
 TIMESTAMP_TYPE_NAMES = ["CreateTime", "LogAppendTime"]
 COMPRESSION_MASK, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CONTROL_BIT = 0x07, 0x08, 0x10, 0x20
+INT32_MAX = 2**31 - 1
 
 _ARROW_TYPES = {
     "string": pa.string(), "int": pa.int32(), "long": pa.int64(), "short": pa.int16(),
@@ -61,56 +65,32 @@ class UnsupportedForMessageFormatError(KafkaError):
     error_code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
-def decompress(codec: int, data: bytes | memoryview, where: str) -> bytes:
-    """Inflate one batch body; ``where`` names segment and position for error messages."""
-    try:
-        if codec == 1:
-            inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header, auto-detected
-            out = inflater.decompress(data, DECOMPRESSED_BATCH_BYTES_MAX)
-            if inflater.unconsumed_tail:
-                raise CorruptRecordError(
-                    f"gzip body inflates past {DECOMPRESSED_BATCH_BYTES_MAX} bytes at {where}",
-                    position=0)
-        elif codec == 2:
-            out = _snappy(bytes(data))
-        elif codec == 3:
-            out = bytes(cramjam.lz4.decompress(data))
-        elif codec == 4:
-            out = bytes(cramjam.zstd.decompress(data))
-        else:
-            raise UnsupportedCompressionError(f"compression codec id {codec} at {where}")
-    except (zlib.error, cramjam.DecompressionError) as exc:
-        raise CorruptRecordError(f"cannot decompress {CODEC_NAMES[codec]} body at {where}: {exc}",
-                                 position=0) from None
-    if len(out) > DECOMPRESSED_BATCH_BYTES_MAX:
-        raise CorruptRecordError(
-            f"{CODEC_NAMES[codec]} body at {where} inflates to {len(out)} bytes, "
-            f"limit {DECOMPRESSED_BATCH_BYTES_MAX}", position=0)
-    return out
-
-
-def _snappy(data: bytes) -> bytes:
-    """Kafka's Java producer writes xerial-framed snappy: magic, two versions, then
-    (int32 length, raw snappy block)*; other clients write one raw block."""
-    if not data.startswith(XERIAL_SNAPPY_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
-    parts, pos = [], 16
-    while pos + 4 <= len(data):
-        size = int.from_bytes(data[pos:pos + 4], "big")
-        if size < 0 or pos + 4 + size > len(data):
-            raise CorruptRecordError(f"xerial snappy block of {size} bytes overruns", position=pos)
-        parts.append(bytes(cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + size])))
-        pos += 4 + size
-    return b"".join(parts)
-
-
 def _strings(values: np.ndarray, names: list[str]) -> pa.Array:
     return pa.DictionaryArray.from_arrays(
         pa.array(values.astype(np.int32)), pa.array(names)).cast(pa.string())
 
 
+@numba.njit(cache=True, nogil=True)
+def gather(buf, starts, lengths):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Pack ``buf[starts[i]:starts[i]+lengths[i]]`` (length -1 = null, stored empty) into one
+    contiguous buffer; returns ``(data, offsets)`` with int32 Arrow offsets."""
+    n = len(starts)
+    offsets = np.empty(n + 1, np.int32)
+    offsets[0] = 0
+    total = 0
+    for i in range(n):
+        total += max(lengths[i], 0)
+        offsets[i + 1] = total
+    data = np.empty(total, np.uint8)
+    for i in range(n):
+        length = lengths[i]
+        if length > 0:
+            data[offsets[i]:offsets[i + 1]] = buf[starts[i]:starts[i] + length]
+    return data, offsets
+
+
 def _binary(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, kind: pa.DataType) -> pa.Array:
-    data, offsets = col.gather(buf, starts, lengths)
+    data, offsets = gather(buf, starts, lengths)
     valid = lengths >= 0
     null_count = int(len(valid) - np.count_nonzero(valid))
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
@@ -120,17 +100,22 @@ def _binary(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, kind: pa.D
 
 def walk(buf: np.ndarray, start: int, end: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions, sizes and magics of the complete entries in ``buf[start:end]``."""
-    positions, sizes, magics, count, status, stop = col.walk_batches(
-        buf, start, end, col.BATCHES_PER_WALK_MAX)
-    if status != col.OK:
-        raise CorruptRecordError(f"{col.ERROR_TEXT[status]} in {where}", position=int(stop))
-    return positions[:count], sizes[:count], magics[:count]
+    try:
+        return col.scan_entries(buf, start, end)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"{exc.reason} in {where}", position=exc.position) from None
 
 
-def chunks(magics: np.ndarray, counts: np.ndarray) -> Iterator[slice]:
-    """Slices of consecutive batches holding about CHUNK_RECORDS records each."""
+def chunks(positions: np.ndarray, sizes: np.ndarray, counts: np.ndarray) -> Iterator[slice]:
+    """Slices of batches holding about CHUNK_RECORDS records each, every slice one contiguous
+    byte range (batches skipped by pruning start a new slice)."""
     start, total = 0, 0
+    ends = (positions + sizes).tolist()
+    starts = positions.tolist()
     for i, count in enumerate(counts.tolist()):
+        if i > start and starts[i] != ends[i - 1]:
+            yield slice(start, i)
+            start, total = i, 0
         total += max(count, 1)
         if total >= CHUNK_RECORDS or i + 1 - start >= CHUNK_BATCHES_MAX:
             yield slice(start, i + 1)
@@ -172,87 +157,78 @@ V2_HEADER_FIELDS = [name for name in col.V2_HEADER_DTYPE.names or ()]
 _NUMPY = {"long": np.int64, "int": np.int32, "short": np.int16, "byte": np.int8}
 
 
-def _bodies(buf: np.ndarray, h: np.ndarray, positions: np.ndarray, sizes: np.ndarray,
-            where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The buffer holding every batch body of a chunk, with each body's [start, end).
-
-    Without compression the bodies are read in place; otherwise every body is copied (and
-    decompressed where needed) into one side buffer so a single parse call covers the chunk.
-    """
-    starts = positions + col.V2_HEADER_BYTES
-    ends = positions + sizes
-    codecs = h["attributes"] & COMPRESSION_MASK
-    if not np.any(codecs):
-        return buf, starts, ends
-    parts = []
-    for i, (start, end, codec) in enumerate(zip(starts.tolist(), ends.tolist(), codecs.tolist())):
-        body = buf[start:end]
-        parts.append(decompress(codec, body, f"{where} position {positions[i]}") if codec else body.tobytes())
-    lengths = np.array([len(p) for p in parts], dtype=np.int64)
-    new_ends = np.cumsum(lengths)
-    return np.frombuffer(b"".join(parts), dtype=np.uint8), new_ends - lengths, new_ends
-
-
-def _check_counts(h: np.ndarray, body_starts: np.ndarray, body_ends: np.ndarray,
-                  positions: np.ndarray, where: str) -> np.ndarray:
-    """recordsCount comes from the file: bound it by the body size before allocating for it."""
-    counts = h["records_count"].astype(np.int64)
-    bad = np.nonzero((counts < 0) | (counts * col.V2_RECORD_BYTES_MIN > body_ends - body_starts))[0]
-    if len(bad):
-        i = int(bad[0])
-        raise CorruptRecordError(
-            f"recordsCount {counts[i]} cannot fit in a {body_ends[i] - body_starts[i]}-byte body "
-            f"(each record takes >= {col.V2_RECORD_BYTES_MIN} bytes) in {where}",
-            position=int(positions[i]))
-    return counts
-
-
-def _headers_column(body: np.ndarray, hdr: np.ndarray, header_counts: np.ndarray) -> pa.Array:
-    keys = _binary(body, hdr[:, 0], hdr[:, 1], pa.string())
-    values = _binary(body, hdr[:, 2], hdr[:, 3], pa.binary())
+def _headers_column(columns: col.RecordColumns) -> pa.Array:
+    spans = col.header_spans(columns)
+    keys = _binary(columns.data, spans[:, 0], spans[:, 1], pa.string())
+    values = _binary(columns.data, spans[:, 2], spans[:, 3], pa.binary())
     entries = pa.StructArray.from_arrays([keys, values], names=["key", "value"])
-    offsets = np.zeros(len(header_counts) + 1, dtype=np.int32)
-    np.cumsum(header_counts, out=offsets[1:])
+    offsets = np.zeros(len(columns) + 1, dtype=np.int32)
+    np.cumsum(columns.headers_count, out=offsets[1:])
     return pa.ListArray.from_arrays(pa.array(offsets), entries, type=_ARROW_TYPES["headers"])
 
 
+def _sequences(base_sequence: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Each record's sequence: base + offset delta, wrapping past INT32_MAX to 0 as Kafka's
+    ``DefaultRecordBatch.incrementSequence`` does; -1 (no sequence) stays -1."""
+    base = base_sequence.astype(np.int64)
+    wrapped = np.where(base > INT32_MAX - delta, delta - (INT32_MAX - base) - 1, base + delta)
+    return np.where(base >= 0, wrapped, base).astype(np.int32)
+
+
+def _decode(buf: np.ndarray, positions: np.ndarray, sizes: np.ndarray, where: str,
+            check_crcs: bool) -> col.RecordColumns:
+    """The records of the contiguous batches at ``positions`` through the records decoder;
+    error positions are translated back into the segment."""
+    start = int(positions[0])
+    end = int(positions[-1] + sizes[-1])
+    try:
+        return col.decode_columns(memoryview(buf)[start:end], check_crc=check_crcs)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"{exc.reason} in {where}", position=start + exc.position) from None
+
+
+def _record_builders(columns: col.RecordColumns, h: np.ndarray, positions: np.ndarray,
+                     topic: str, partition: int, segment: str) -> dict[str, Callable[[], pa.Array]]:
+    """How to build each record-level column; only the columns a query asks for are built."""
+    batch = columns.batch_index
+    n = len(columns)
+    attributes = h["attributes"].astype(np.int16)[batch]
+    base_offsets = h["base_offset"][batch]
+    return {
+        "topic": lambda: pa.repeat(topic, n), "partition": lambda: pa.repeat(np.int32(partition), n),
+        "offset": lambda: pa.array(columns.offset), "timestamp": lambda: pa.array(columns.timestamp),
+        "timestamp_type": lambda: _strings((attributes & TIMESTAMP_TYPE_BIT) >> 3, TIMESTAMP_TYPE_NAMES),
+        "key": lambda: _binary(columns.data, columns.key_start, columns.key_length, pa.binary()),
+        "value": lambda: _binary(columns.data, columns.value_start, columns.value_length, pa.binary()),
+        "headers": lambda: _headers_column(columns),
+        "producer_id": lambda: pa.array(h["producer_id"][batch]),
+        "producer_epoch": lambda: pa.array(h["producer_epoch"][batch].astype(np.int16)),
+        "sequence": lambda: pa.array(_sequences(h["base_sequence"][batch], columns.offset - base_offsets)),
+        "is_transactional": lambda: pa.array((attributes & TRANSACTIONAL_BIT) != 0),
+        "is_control": lambda: pa.array((attributes & CONTROL_BIT) != 0),
+        "batch_base_offset": lambda: pa.array(base_offsets),
+        "batch_position": lambda: pa.array(positions[batch]), "segment": lambda: pa.repeat(segment, n),
+        "compression": lambda: _strings(attributes & COMPRESSION_MASK, CODEC_NAMES),
+    }
+
+
 def record_level(buf: np.ndarray, positions: np.ndarray, sizes: np.ndarray, magics: np.ndarray,
-                 topic: str, partition: int, segment: str) -> pa.RecordBatch:
-    """One Arrow row per record of the batches at ``positions`` (all magic 2)."""
+                 topic: str, partition: int, segment: str, check_crcs: bool = True,
+                 schema: pa.Schema = RECORD_ARROW_SCHEMA) -> pa.RecordBatch:
+    """One Arrow row per record of the contiguous batches at ``positions`` (all magic 2), with
+    the columns of ``schema`` (a subset of :data:`RECORD_ARROW_SCHEMA`, in any order)."""
     where = f"{topic}-{partition}/{segment}"
     if not np.all(magics == 2):
         i = int(np.nonzero(magics != 2)[0][0])
         raise UnsupportedForMessageFormatError(
             f"record-level scan of a magic {magics[i]} entry at position {positions[i]} in {where}: "
             "only v2 batches are decoded per record; use option level=batches")
-    h = col.decode_v2_headers(buf, positions)
-    body, body_starts, body_ends = _bodies(buf, h, positions, sizes, where)
-    counts = _check_counts(h, body_starts, body_ends, positions, where)
-    attributes = h["attributes"].astype(np.int16)
-    log_append = np.where((attributes & TIMESTAMP_TYPE_BIT) != 0, h["max_timestamp"], -2)
-    (offsets, timestamps, sequences, key_starts, key_lengths, value_starts, value_lengths,
-     header_counts, hdr, status, stop) = col.parse_records(
-        body, body_starts, body_ends, counts, h["base_offset"], h["base_timestamp"],
-        h["base_sequence"].astype(np.int64), log_append.astype(np.int64), int(counts.sum()))
-    if status != col.OK:
-        raise CorruptRecordError(f"{col.ERROR_TEXT[status]} in {where}", position=int(stop))
-    n = len(offsets)
+    columns = _decode(buf, positions, sizes, where, check_crcs)
+    builders = _record_builders(columns, col.decode_v2_headers(buf, positions), positions,
+                                topic, partition, segment)
+    return pa.RecordBatch.from_arrays([builders[name]() for name in schema.names], schema=schema)
 
-    def per_record(values: np.ndarray) -> np.ndarray:
-        return np.repeat(values, counts)
 
-    rec_attributes = per_record(attributes)
-    arrays = [
-        pa.repeat(topic, n).cast(pa.string()), pa.repeat(partition, n).cast(pa.int32()),
-        pa.array(offsets), pa.array(timestamps),
-        _strings((rec_attributes & TIMESTAMP_TYPE_BIT) >> 3, TIMESTAMP_TYPE_NAMES),
-        _binary(body, key_starts, key_lengths, pa.binary()),
-        _binary(body, value_starts, value_lengths, pa.binary()),
-        _headers_column(body, hdr, header_counts),
-        pa.array(per_record(h["producer_id"])), pa.array(per_record(h["producer_epoch"]).astype(np.int16)),
-        pa.array(sequences), pa.array((rec_attributes & TRANSACTIONAL_BIT) != 0),
-        pa.array((rec_attributes & CONTROL_BIT) != 0), pa.array(per_record(h["base_offset"])),
-        pa.array(per_record(positions)), pa.repeat(segment, n).cast(pa.string()),
-        _strings(rec_attributes & COMPRESSION_MASK, CODEC_NAMES),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=RECORD_ARROW_SCHEMA)
+def project(full: pa.Schema, names: list[str]) -> pa.Schema:
+    """The Arrow schema of a query that asked for ``names`` (e.g. a user-specified schema)."""
+    return pa.schema([full.field(name) for name in names])

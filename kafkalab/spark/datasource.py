@@ -24,7 +24,8 @@ Worked example: a topic with 3 partitions of 4 segments each, ``partition = 1 AN
 900000`` with segments based at 0, 300000, 600000 and 900000 plans one split instead of twelve.
 
 Options: ``level`` (``records`` | ``batches``, default ``records``), ``topic`` (limit a data
-directory to one topic), ``splitBytes`` (default 128 MiB).
+directory to one topic), ``splitBytes`` (default 128 MiB), ``check.crcs`` (``true`` | ``false``,
+default ``true`` as for Kafka's consumer: every record-level batch's CRC-32C is verified).
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ def parse_level(options: Any) -> str:
     return level
 
 
+def parse_check_crcs(options: Any) -> bool:
+    """Kafka consumer's ``check.crcs`` (default true): verify each batch's CRC-32C before use."""
+    lowered = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
+    raw = str(lowered.get("check.crcs", "true")).lower()
+    if raw not in ("true", "false"):
+        raise ConfigError(f"kafkalog option check.crcs={raw!r} is not true or false")
+    return raw == "true"
+
+
 def parse_split_bytes(options: Any) -> int:
     lowered = {k.lower(): v for k, v in options.items()}  # Spark lower-cases option names
     raw = lowered.get("splitbytes", str(planning.SPLIT_BYTES_DEFAULT))
@@ -59,6 +69,24 @@ def parse_split_bytes(options: Any) -> int:
     if value < planning.SPLIT_BYTES_MIN:
         raise ConfigError(f"kafkalog option splitBytes={value} is below {planning.SPLIT_BYTES_MIN}")
     return value
+
+
+def projected_fields(requested: Any, level: str) -> list[str]:
+    """Field names of a user-specified schema (``spark.read.schema("offset bigint, value
+    binary")``), each checked against the level's full schema. Python data sources get no
+    column pruning from Spark's optimiser, so naming the columns is how a query avoids building
+    and shipping the others."""
+    full = dict(schema.spark_types(LEVELS[level]))
+    names = []
+    for field in requested.fields:
+        expected = full.get(field.name)
+        if expected is None:
+            raise ConfigError(f"kafkalog level={level} has no column {field.name!r}; columns: {sorted(full)}")
+        if field.dataType.simpleString() != expected:
+            raise ConfigError(f"kafkalog column {field.name} is {expected}, "
+                              f"not {field.dataType.simpleString()} as the given schema says")
+        names.append(field.name)
+    return names
 
 
 class SplitPartition(InputPartition):
@@ -80,7 +108,7 @@ class KafkaLogDataSource(DataSource):
         return schema.ddl(LEVELS[parse_level(self.options)])
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return KafkaLogReader(dict(self.options))
+        return KafkaLogReader(dict(self.options), schema)
 
     def streamReader(self, schema: Any) -> Any:
         from kafkalab.spark.stream import KafkaLogStreamReader
@@ -92,19 +120,21 @@ class KafkaLogPushdownDataSource(KafkaLogDataSource):
     """The same source with filter pushdown (Spark >= 4.1 with pushdown enabled)."""
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return KafkaLogPushdownReader(dict(self.options))
+        return KafkaLogPushdownReader(dict(self.options), schema)
 
 
 class KafkaLogReader(DataSourceReader):
     """Plans splits on the driver and reads them in workers. Picklable; one per query."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], requested: Any = None) -> None:
         self.path = options.get("path") or ""
         if not self.path:
             raise ConfigError("kafkalog needs a path: .load('<data dir | data dir/topic | partition dir>')")
         self.topic = options.get("topic")
         self.level = parse_level(options)
         self.split_bytes = parse_split_bytes(options)
+        self.check_crcs = parse_check_crcs(options)
+        self.fields = projected_fields(requested, self.level) if requested is not None else None
         self.bounds = ScanBounds()
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -114,12 +144,17 @@ class KafkaLogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, SplitPartition)
-        return read_split(partition.split, self.level, self.bounds)
+        return read_split(partition.split, self.level, self.bounds, self.check_crcs, self.fields)
 
 
-def read_split(split: InputSplit, level: str, bounds: ScanBounds = ScanBounds()) -> Iterator[Any]:
-    """Arrow record batches for one split at ``level``; usable without Spark."""
+def read_split(split: InputSplit, level: str, bounds: ScanBounds = ScanBounds(),
+               check_crcs: bool = True, fields: list[str] | None = None) -> Iterator[Any]:
+    """Arrow record batches for one split at ``level`` with the columns ``fields`` (default:
+    all); usable without Spark."""
     from kafkalab.spark import arrow
+
+    full = arrow.RECORD_ARROW_SCHEMA if level == "records" else arrow.BATCH_ARROW_SCHEMA
+    target = arrow.project(full, fields) if fields is not None else full
 
     if split.size_bytes == 0:
         return
@@ -129,33 +164,35 @@ def read_split(split: InputSplit, level: str, bounds: ScanBounds = ScanBounds())
     keep = _batches_in_bounds(buf, positions, magics, bounds)
     positions, sizes, magics = positions[keep], sizes[keep], magics[keep]
     counts = _records_counts(buf, positions, magics)
-    to_arrow = {"records": arrow.record_level, "batches": arrow.batch_level}[level]
-    for chunk in arrow.chunks(magics, counts):
-        yield to_arrow(buf, positions[chunk], sizes[chunk], magics[chunk], split.topic,
-                       split.partition, split.segment)
+    for chunk in arrow.chunks(positions, sizes, counts):
+        args = (buf, positions[chunk], sizes[chunk], magics[chunk], split.topic, split.partition, split.segment)
+        if level == "records":
+            yield arrow.record_level(*args, check_crcs, target)
+        else:
+            yield arrow.batch_level(*args).select(target.names)
 
 
 def _records_counts(buf: np.ndarray, positions: np.ndarray, magics: np.ndarray) -> np.ndarray:
-    from kafkalab.spark import columns
+    from kafkalab.records import columnar
 
     counts = np.ones(len(positions), dtype=np.int64)
     v2 = magics == 2
     if np.any(v2):
-        counts[v2] = columns.decode_v2_headers(buf, positions[v2])["records_count"]
+        counts[v2] = columnar.decode_v2_headers(buf, positions[v2])["records_count"]
     return counts
 
 
 def _batches_in_bounds(buf: np.ndarray, positions: np.ndarray, magics: np.ndarray,
                        bounds: ScanBounds) -> np.ndarray:
     """Mask of entries that may hold rows inside ``bounds``, judged by v2 headers alone."""
-    from kafkalab.spark import columns
+    from kafkalab.records import columnar
 
     keep = np.ones(len(positions), dtype=bool)
     no_offset_bound = bounds.offset_min == INT64_MIN and bounds.offset_max == INT64_MAX
     if (no_offset_bound and bounds.timestamp_min == INT64_MIN) or not np.any(magics == 2):
         return keep
     v2 = np.nonzero(magics == 2)[0]
-    h = columns.decode_v2_headers(buf, positions[v2])
+    h = columnar.decode_v2_headers(buf, positions[v2])
     last = h["base_offset"] + h["last_offset_delta"]
     inside = (last >= bounds.offset_min) & (h["base_offset"] <= bounds.offset_max)
     inside &= h["max_timestamp"] >= bounds.timestamp_min

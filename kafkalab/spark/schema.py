@@ -22,8 +22,15 @@ BATCH_FIELDS = [
     ("base_sequence", "int"), ("segment", "string"), ("position", "long"), ("size", "int"),
 ]
 
+_SPARK_TYPES = {"headers": "array<struct<key:string,value:binary>>", "long": "bigint",
+                "short": "smallint", "byte": "tinyint"}
+
+
+def spark_types(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(name, Spark simple type string) pairs, e.g. ``("offset", "bigint")``."""
+    return [(name, _SPARK_TYPES.get(kind, kind)) for name, kind in fields]
+
+
 def ddl(fields: list[tuple[str, str]]) -> str:
     """Spark DDL for a field list, e.g. ``"topic string, partition int, ..."``."""
-    spark_types = {"headers": "array<struct<key:string,value:binary>>", "long": "bigint",
-                   "short": "smallint", "byte": "tinyint"}
-    return ", ".join(f"{name} {spark_types.get(kind, kind)}" for name, kind in fields)
+    return ", ".join(f"{name} {kind}" for name, kind in spark_types(fields))

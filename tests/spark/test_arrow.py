@@ -20,9 +20,9 @@ def _split(path: Path, base: int = 0) -> InputSplit:
     return InputSplit("t", 0, str(path), base, 0, size, base, 2**63 - 1)
 
 
-def _rows(path: Path, bounds: ScanBounds = ScanBounds()) -> list[tuple]:
+def _rows(path: Path, bounds: ScanBounds = ScanBounds(), check_crcs: bool = True) -> list[tuple]:
     out: list[tuple] = []
-    for batch in read_split(_split(path), "records", bounds):
+    for batch in read_split(_split(path), "records", bounds, check_crcs):
         cols = batch.to_pydict()
         out += zip(cols["offset"], cols["timestamp"], cols["key"], cols["value"])
     return out
@@ -77,8 +77,10 @@ def test_corrupt_records_count_raises_typed_error(tmp_path: Path) -> None:
     data = bytearray(log.read_bytes())
     data[57:61] = (10**9).to_bytes(4, "big")  # recordsCount of the first batch
     log.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError, match="CRC mismatch.* in t-0/0+.log"):
+        _rows(log)  # check.crcs=true, as a Kafka consumer does by default
     with pytest.raises(CorruptRecordError, match="recordsCount 1000000000 cannot fit"):
-        _rows(log)
+        _rows(log, check_crcs=False)
 
 
 def test_truncated_record_raises_typed_error(tmp_path: Path) -> None:
@@ -87,8 +89,8 @@ def test_truncated_record_raises_typed_error(tmp_path: Path) -> None:
     data = bytearray(log.read_bytes())
     data[61] = 0x7E  # first record's length varint: 63, past the end of its record
     log.write_bytes(bytes(data))
-    with pytest.raises(CorruptRecordError, match="corrupt record data"):
-        _rows(log)
+    with pytest.raises(CorruptRecordError, match="corrupt record data at byte 61: .* invalid .* in t-0"):
+        _rows(log, check_crcs=False)
 
 
 def test_entry_size_below_minimum_raises(tmp_path: Path) -> None:

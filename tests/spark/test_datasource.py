@@ -56,3 +56,26 @@ def test_batch_level_sums_to_record_count(spark, data_dir: Path) -> None:  # typ
 def test_bad_level_option_is_a_clear_error(spark, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(Exception, match="level='rows' is not one of"):
         spark.read.format("kafkalog").option("level", "rows").load(str(data_dir)).count()
+
+
+def test_user_schema_builds_only_the_named_columns(spark, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    df = spark.read.format("kafkalog").schema("value binary, offset bigint, headers array<struct<key:string,value:binary>>").load(str(data_dir / "orders-1"))
+    assert df.columns == ["value", "offset", "headers"]
+    rows = df.orderBy("offset").collect()
+    assert [(r.offset, None if r.value is None else bytes(r.value)) for r in rows] == [
+        (o, v) for o, _t, _k, v in _oracle(data_dir / "orders-1")]
+    batches = spark.read.format("kafkalog").option("level", "batches").schema("records_count int, size int")
+    assert batches.load(str(data_dir / "orders-1")).selectExpr("sum(records_count)").first()[0] == 2500
+
+
+def test_user_schema_with_unknown_or_mistyped_column_is_a_clear_error(spark, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(Exception, match="has no column 'payload'"):
+        spark.read.format("kafkalog").schema("payload binary").load(str(data_dir)).count()
+    with pytest.raises(Exception, match="column offset is bigint, not int"):
+        spark.read.format("kafkalog").schema("offset int").load(str(data_dir)).count()
+
+
+def test_check_crcs_option_must_be_boolean(spark, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(Exception, match="check.crcs='maybe' is not true or false"):
+        spark.read.format("kafkalog").option("check.crcs", "maybe").load(str(data_dir)).count()
+    assert spark.read.format("kafkalog").option("check.crcs", "false").load(str(data_dir / "audit")).count() == 300
