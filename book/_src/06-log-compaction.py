@@ -142,6 +142,8 @@ def tombstone_status() -> str:
     if entry is None or entry.base_offset != tombstone_offset:
         return "gone"
     header = read_header(segment.log_path.read_bytes(), entry.position)
+    if header.records_count == 0:
+        return "gone (its batch stays as an empty 61-byte header)"
     return f"on disk, delete horizon {header.delete_horizon_ms}"
 
 for step in ("first clean", "second clean, 9 s later", "third clean, 10 s after the first"):
@@ -152,6 +154,12 @@ for step in ("first clean", "second clean, 9 s later", "third clean, 10 s after 
 # %% [markdown]
 # The old `k1@15` went in the first clean already (the tombstone is a later value of `k1`); the
 # tombstone itself stayed until the horizon, start + 25 000 + 10 000 ms, had passed.
+#
+# The tombstone's *record* is gone after the third clean, but its batch is not: it was the last
+# batch of that cleaning round, and Kafka's cleaner keeps such a batch as an empty header (no
+# records, base and last offset unchanged) so that the offset it ended at is not lost. The same
+# rule keeps the last batch of a still-active idempotent producer, whose sequence number the
+# broker needs to check the producer's next batch.
 #
 # ## When does the cleaner run?
 # Three settings decide, per topic:
