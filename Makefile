@@ -22,9 +22,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --editable '.[dev]'
 	@touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told; containers and CI machines often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
 	@echo "Starting JupyterLab on book/ -- open the http://127.0.0.1:$(LAB_PORT)/lab?token=... URL printed below."
-	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
+	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) $(ALLOW_ROOT) \
 		--ServerApp.root_dir=book --ServerApp.open_browser=False
 
 test: $(STAMP)
