@@ -39,8 +39,7 @@ import mmap
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 import crc32c as _crc32c
 
@@ -107,13 +106,16 @@ class TimestampType(enum.IntEnum):
 MAX_CODEC_FOR_MAGIC = {0: Compression.LZ4, 1: Compression.LZ4, 2: Compression.ZSTD}
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
     """One log entry seen shallowly: a v2 batch, or a v0/v1 message (a wrapper counts as one).
 
     For v0/v1 entries ``base_offset`` equals ``last_offset`` (the offset field); for a
     compressed wrapper the first inner offset is only known after decompression, and
     ``records_count`` is -1 for the same reason. Immutable; safe to share.
+
+    A named tuple rather than a frozen dataclass: the broker builds one per appended batch,
+    and a 14-field frozen dataclass costs several microseconds to construct -- a visible share
+    of appending a 16 KiB batch.
     """
 
     position: int
@@ -194,13 +196,20 @@ def _entry_bounds(buf: Buffer, position: int) -> tuple[int, int]:
     magic = buf[position + MAGIC_OFFSET]
     if magic not in MAGIC_VALUES:
         raise CorruptRecordError(f"unknown magic {magic} (expected 0, 1 or 2)", position=position)
-    minimum = {0: LEGACY_HEADER_SIZE_V0, 1: LEGACY_HEADER_SIZE_V1, 2: V2_HEADER_SIZE}[magic]
+    _check_minimum_size(size, magic, position)
+    return LOG_OVERHEAD + size, magic
+
+
+_ENTRY_BYTES_MIN = (LEGACY_HEADER_SIZE_V0, LEGACY_HEADER_SIZE_V1, V2_HEADER_SIZE)  # by magic
+
+
+def _check_minimum_size(size: int, magic: int, position: int) -> None:
+    minimum = _ENTRY_BYTES_MIN[magic]
     if size < minimum - LOG_OVERHEAD:
         raise CorruptRecordError(
             f"entry size {size} is below the minimum {minimum - LOG_OVERHEAD} for magic {magic}",
             position=position,
         )
-    return LOG_OVERHEAD + size, magic
 
 
 def _check_codec(attributes: int, magic: int, position: int) -> None:
@@ -211,9 +220,13 @@ def _check_codec(attributes: int, magic: int, position: int) -> None:
         )
 
 
-def _read_v2(buf: Buffer, position: int, size_bytes: int) -> BatchHeader:
-    (base_offset, _size, epoch, magic, crc, attributes, last_offset_delta, base_ts, max_ts,
+def _read_v2(buf: Buffer, position: int) -> BatchHeader:
+    """The whole 61-byte header in one unpack; the caller made sure 61 bytes are there."""
+    (base_offset, size, epoch, magic, crc, attributes, last_offset_delta, base_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = _V2_HEADER.unpack_from(buf, position)
+    _check_minimum_size(size, magic, position)
+    size_bytes = LOG_OVERHEAD + size
+    _check_fits(buf, position, size_bytes)
     _check_codec(attributes, magic, position)
     if last_offset_delta < 0 or count < 0:
         raise CorruptRecordError(
@@ -248,15 +261,22 @@ def read_header(buf: Buffer, position: int) -> BatchHeader:
     Raises :class:`CorruptRecordError` for a short buffer, an unknown magic, a size below the
     format's minimum, an entry running past the end of ``buf`` or an invalid codec id.
     """
+    if position >= 0 and len(buf) - position >= V2_HEADER_SIZE and buf[position + MAGIC_OFFSET] == 2:
+        return _read_v2(buf, position)  # the common case: one unpack, no prefix pass
     size_bytes, magic = _entry_bounds(buf, position)
+    _check_fits(buf, position, size_bytes)
+    if magic == 2:
+        return _read_v2(buf, position)
+    return _read_legacy(buf, position, size_bytes)
+
+
+def _check_fits(buf: Buffer, position: int, size_bytes: int) -> None:
     if position + size_bytes > len(buf):
         raise CorruptRecordError(
             f"entry of {size_bytes} bytes runs past the end of the buffer "
             f"({len(buf) - position} bytes available)",
             position=position,
         )
-    reader = _read_v2 if magic == 2 else _read_legacy
-    return reader(buf, position, size_bytes)
 
 
 class HeaderWalker:

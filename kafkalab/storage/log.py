@@ -40,7 +40,6 @@ from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError, OffsetOutOfRangeError, StorageError
 from kafkalab.records import decode_batch
 from kafkalab.records.header import BatchHeader, read_header
-from kafkalab.storage.log_append import ShallowBatch
 from kafkalab.storage import events as ev
 from kafkalab.storage import log_append
 from kafkalab.storage.leader_epoch import LeaderEpochCache
@@ -208,7 +207,7 @@ class Log:
         return info
 
     def _append(
-        self, data: bytes | bytearray, headers: Sequence[ShallowBatch | BatchHeader], info: LogAppendInfo
+        self, data: bytes | bytearray, headers: Sequence[BatchHeader], info: LogAppendInfo
     ) -> None:
         segment = self._maybe_roll(len(data), info)
         segment.append(info.last_offset, info.max_timestamp, data, headers)

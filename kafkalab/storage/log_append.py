@@ -26,7 +26,6 @@ appends offsets that do not increase (``INVALID_RECORD``).
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from typing import NamedTuple
 
@@ -40,13 +39,11 @@ from kafkalab.errors import (
     UnsupportedForMessageFormatError,
 )
 from kafkalab.records.header import (
-    COMPRESSION_CODEC_MASK,
     LOG_OVERHEAD,
-    MAGIC_OFFSET,
     TIMESTAMP_TYPE_MASK,
     V2_ATTRIBUTES_OFFSET,
     V2_CRC_OFFSET,
-    V2_HEADER_SIZE,
+    BatchHeader,
     read_header,
     verify_crc,
 )
@@ -55,8 +52,6 @@ _BASE_AND_LENGTH_AND_EPOCH = struct.Struct(">qii")
 _ATTRIBUTES = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header, kafka-facts section B
-MAX_CODEC_ID = 4  # zstd, the highest codec id v2 defines
 MAX_TIMESTAMP_OFFSET = 35
 NO_TIMESTAMP = -1
 
@@ -79,48 +74,7 @@ class LogAppendInfo(NamedTuple):
     batches_count: int
 
 
-class ShallowBatch(NamedTuple):
-    """A batch header as the append path needs it.
-
-    It carries the same field names as :class:`kafkalab.records.header.BatchHeader`, but is a
-    named tuple: the append path builds one or two per batch, and a 14-field frozen dataclass
-    costs several microseconds to build -- a large share of appending a 16 KiB batch.
-    """
-
-    position: int
-    base_offset: int
-    last_offset: int
-    size_bytes: int
-    magic: int
-    crc: int
-    attributes: int
-    partition_leader_epoch: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records_count: int
-
-    @property
-    def end_position(self) -> int:
-        return self.position + self.size_bytes
-
-
-def _shallow(records: bytes | bytearray | memoryview, position: int) -> ShallowBatch:
-    """One entry's header: v2 by a single unpack, anything else via the records module."""
-    end = len(records)
-    if end - position >= V2_HEADER_SIZE and records[position + MAGIC_OFFSET] == 2:
-        (base, size, epoch, magic, crc, attributes, delta, base_ts, max_ts, pid, pepoch, bseq,
-         count) = _V2_HEADER.unpack_from(records, position)
-        if size >= V2_HEADER_SIZE - LOG_OVERHEAD and position + LOG_OVERHEAD + size <= end \
-                and delta >= 0 and attributes & COMPRESSION_CODEC_MASK <= MAX_CODEC_ID:
-            return ShallowBatch(position, base, base + delta, LOG_OVERHEAD + size, magic, crc,
-                                attributes & 0xFFFF, epoch, base_ts, max_ts, pid, pepoch, bseq, count)
-    return ShallowBatch(*dataclasses.astuple(read_header(records, position)))  # raises if corrupt
-
-
-def _crc_ok(records: bytes | bytearray | memoryview, header: ShallowBatch) -> bool:
+def _crc_ok(records: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
     if header.magic == 2:
         start = header.position + V2_ATTRIBUTES_OFFSET
         return crc32c.crc32c(memoryview(records)[start : header.end_position]) == header.crc
@@ -129,7 +83,7 @@ def _crc_ok(records: bytes | bytearray | memoryview, header: ShallowBatch) -> bo
 
 def analyze(
     records: bytes | bytearray | memoryview, *, max_message_bytes: int, as_leader: bool
-) -> list[ShallowBatch]:
+) -> list[BatchHeader]:
     """Walk and check every entry; return their headers. Nothing is modified."""
     headers = []
     position, end = 0, len(records)
@@ -137,7 +91,7 @@ def analyze(
     while position < end:  # every entry is >= 26 bytes: at most len/26 steps
         if end - position < LOG_OVERHEAD:
             raise CorruptRecordError(f"{end - position} bytes after the last complete batch", position=position)
-        header = _shallow(records, position)
+        header = read_header(records, position)
         _check_batch(records, header, max_message_bytes, as_leader)
         if not as_leader and header.base_offset <= previous_last:
             raise InvalidRecordError(
@@ -153,7 +107,7 @@ def analyze(
 
 
 def _check_batch(
-    records: bytes | bytearray | memoryview, header: ShallowBatch, max_message_bytes: int, as_leader: bool
+    records: bytes | bytearray | memoryview, header: BatchHeader, max_message_bytes: int, as_leader: bool
 ) -> None:
     if as_leader and header.magic != 2:
         raise UnsupportedForMessageFormatError(
@@ -186,9 +140,9 @@ def check_segment_fit(size_bytes: int, segment_bytes: int) -> None:
 
 
 def assign_offsets(
-    buf: bytearray, headers: list[ShallowBatch], next_offset: int, leader_epoch: int,
+    buf: bytearray, headers: list[BatchHeader], next_offset: int, leader_epoch: int,
     log_append_time_ms: int | None,
-) -> list[ShallowBatch]:
+) -> list[BatchHeader]:
     """Stamp base offsets and the leader epoch into ``buf`` in place; return the new headers."""
     assigned = []
     for header in headers:
@@ -198,12 +152,12 @@ def assign_offsets(
         if log_append_time_ms is not None:
             _stamp_log_append_time(buf, header, log_append_time_ms)
         next_offset = base_offset + (header.last_offset - header.base_offset) + 1
-        assigned.append(_shallow(buf, header.position) if log_append_time_ms is not None
+        assigned.append(read_header(buf, header.position) if log_append_time_ms is not None
                         else _rebased(header, base_offset, leader_epoch))
     return assigned
 
 
-def _stamp_log_append_time(buf: bytearray, header: ShallowBatch, now_ms: int) -> None:
+def _stamp_log_append_time(buf: bytearray, header: BatchHeader, now_ms: int) -> None:
     # Both fields are inside the CRC'd range [21, end): the CRC must be recomputed.
     _ATTRIBUTES.pack_into(buf, header.position + V2_ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
     _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_OFFSET, now_ms)
@@ -211,16 +165,13 @@ def _stamp_log_append_time(buf: bytearray, header: ShallowBatch, now_ms: int) ->
     _UINT32.pack_into(buf, header.position + V2_CRC_OFFSET, crc)
 
 
-def _rebased(h: ShallowBatch, base_offset: int, leader_epoch: int) -> ShallowBatch:
-    return ShallowBatch(
-        h.position, base_offset, base_offset + (h.last_offset - h.base_offset), h.size_bytes,
-        h.magic, h.crc, h.attributes, leader_epoch, h.base_timestamp, h.max_timestamp,
-        h.producer_id, h.producer_epoch, h.base_sequence, h.records_count,
-    )
+def _rebased(h: BatchHeader, base_offset: int, leader_epoch: int) -> BatchHeader:
+    return h._replace(base_offset=base_offset, last_offset=base_offset + (h.last_offset - h.base_offset),
+                      partition_leader_epoch=leader_epoch)
 
 
 def summarize(
-    headers: list[ShallowBatch], log_append_time_ms: int, log_start_offset: int
+    headers: list[BatchHeader], log_append_time_ms: int, log_start_offset: int
 ) -> LogAppendInfo:
     first = headers[0]
     max_ts, offset_of_max, records = first.max_timestamp, first.last_offset, max(first.records_count, 1)

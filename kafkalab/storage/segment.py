@@ -43,7 +43,6 @@ from kafkalab.records.header import (
     verify_crc,
 )
 from kafkalab.storage import events as ev
-from kafkalab.storage.log_append import ShallowBatch
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex, OffsetPosition
 from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import TransactionIndex
@@ -188,7 +187,7 @@ class LogSegment:
 
     def append(
         self, largest_offset: int, largest_timestamp: int, data: bytes | bytearray,
-        headers: Sequence[ShallowBatch | BatchHeader],
+        headers: Sequence[BatchHeader],
     ) -> None:
         """Write already-validated batches (``headers`` describe ``data``) and index them."""
         if not data:
