@@ -16,6 +16,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 # subcommand -> (module under kafkalab.tools, one-line help, the Kafka script it mirrors)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(module_name: str):  # type: ignore[no-untyped-def]
+def _load(module_name: str) -> ModuleType:
     return importlib.import_module(f"kafkalab.tools.{module_name}")
 
 
