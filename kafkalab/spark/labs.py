@@ -15,11 +15,21 @@ and explains the difference instead of failing with a bare ``AssertionError``.
 * :func:`with_kafka_partition` adds the partition Kafka's murmur2 partitioner picks for each
   key, computed in the Spark workers with the vectorised :func:`kafkalab.partitioner.partitions_for_keys`.
 * :func:`moved_share` is the share of keys whose partition changes when a topic grows.
+* :func:`open_partition_log` opens a generated partition as the broker would (a single replica,
+  so the high watermark is the log end offset) with topic-level overrides, for the cleaner and
+  retention labs to run the real engine on the data Spark analysed.
+* :func:`predicted_retention` replays Kafka's retention rules (``UnifiedLog.deleteOldSegments``:
+  size first, then time, oldest segment first, stopping at the first survivor, never the
+  active segment's data beyond the high watermark) over a per-segment table.
+  Worked example: segments of 400, 400 and 300 bytes (the last one active) with
+  ``retention.bytes = 600``: the log holds 1100 bytes, 500 too many; deleting the first segment
+  leaves 700 >= 600, deleting the second too would leave 300 < 600, so one segment goes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +39,50 @@ from kafkalab.partitioner import partitions_for_keys
 from kafkalab.spark.planning import list_segments, read_offset_index
 
 RELATIVE_TOLERANCE_DEFAULT = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentStat:
+    """What retention needs to know about one segment, as Spark computes it from batch headers."""
+
+    base_offset: int
+    size_bytes: int
+    max_timestamp_ms: int
+
+
+def predicted_retention(segments: Sequence[SegmentStat], now_ms: int, retention_ms: int,
+                        retention_bytes: int) -> dict[str, int]:
+    """Segments deleted by size, then by time, in one retention check of one log (oldest
+    first). ``retention_* = -1`` disables that rule. The last segment is the active one: it
+    goes only when every segment goes (the log then rolls a fresh one first)."""
+    remaining = list(segments)
+    by_size = 0
+    total = sum(s.size_bytes for s in remaining)
+    if retention_bytes >= 0 and total >= retention_bytes:
+        excess = total - retention_bytes
+        while remaining and remaining[0].size_bytes > 0 and excess - remaining[0].size_bytes >= 0:
+            excess -= remaining.pop(0).size_bytes
+            by_size += 1
+    by_time = 0
+    if retention_ms >= 0:
+        while remaining and remaining[0].size_bytes > 0 and now_ms - remaining[0].max_timestamp_ms > retention_ms:
+            remaining.pop(0)
+            by_time += 1
+    return {"size": by_size, "time": by_time}
+
+
+def open_partition_log(partition_dir: str | Path, overrides: dict[str, str], now_ms: int) -> Any:
+    """The partition in ``partition_dir`` as a :class:`~kafkalab.storage.log.Log` with
+    topic-level ``overrides`` (e.g. ``{"cleanup.policy": "compact"}``) on a ManualClock at
+    ``now_ms``. One replica: the high watermark is the log end offset."""
+    from kafkalab.clock import ManualClock
+    from kafkalab.storage.log import Log
+    from kafkalab.storage.log_config import LogConfig
+
+    log = Log.open(Path(partition_dir), LogConfig.from_properties(overrides), ManualClock(now_ms),
+                   had_clean_shutdown=True)
+    log.high_watermark = log.log_end_offset
+    return log
 
 
 def predicted_index_entries(batch_sizes: Sequence[int], index_interval_bytes: int) -> int:

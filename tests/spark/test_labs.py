@@ -51,3 +51,31 @@ def test_check_is_friendly() -> None:
     with pytest.raises(AssertionError, match="write your prediction first"):
         labs.check("x", ..., 3)
     assert "correct" in labs.check("share", 0.52, 0.5, rel_tol=0.1)
+
+
+def test_predicted_retention_worked_example_and_order_of_rules() -> None:
+    segs = [labs.SegmentStat(0, 400, 1_000), labs.SegmentStat(10, 400, 5_000), labs.SegmentStat(20, 300, 9_000)]
+    assert labs.predicted_retention(segs, 10_000, -1, 600) == {"size": 1, "time": 0}
+    assert labs.predicted_retention(segs, 10_000, 4_000, 600) == {"size": 1, "time": 1}
+    assert labs.predicted_retention(segs, 10_000, 4_999, -1) == {"size": 0, "time": 2}
+    assert labs.predicted_retention(segs, 10_000, 5_000, -1) == {"size": 0, "time": 1}  # strictly older
+    assert labs.predicted_retention(segs, 10_000, -1, -1) == {"size": 0, "time": 0}
+
+
+@pytest.mark.parametrize("retention", [(-1, 300_000), (2_500, -1), (4_000, 500_000), (-1, 1), (0, -1)])
+def test_predicted_retention_matches_the_storage_engine(tmp_path: Path, retention: tuple[int, int]) -> None:
+    from kafkalab.storage.retention import delete_old_segments
+    from kafkalab.tools.gen_log import GenSpec, generate
+
+    spec = GenSpec(str(tmp_path), "t", 1, 8_000, 100, 0.0, 100, "none", 1, 1_000_000, 1_000,
+                   config=(("segment.bytes", "100000"),))
+    generate(spec, workers=1, show_progress=False)
+    now_ms = 1_000_000 + 8_000
+    ms, size = retention
+    log = labs.open_partition_log(tmp_path / "t-0", {"retention.ms": str(ms), "retention.bytes": str(size)}, now_ms)
+    stats = [labs.SegmentStat(s.base_offset, s.size_bytes, s.max_timestamp_so_far) for s in log.segments]
+    assert len(stats) > 5
+    predicted = labs.predicted_retention(stats, now_ms, ms, size)
+    result = delete_old_segments(log, now_ms)
+    assert predicted == {"size": result.size_breached, "time": result.time_breached}
+    assert predicted["size"] + predicted["time"] > 0 or retention == (-1, -1)

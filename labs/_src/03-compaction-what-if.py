@@ -1,0 +1,213 @@
+# %% [markdown]
+# # Lab 03 — Compaction what-if
+#
+# A topic with `cleanup.policy=compact` keeps, for every key, at least its **latest** record.
+# The log cleaner rewrites old segments without the records a newer one with the same key
+# supersedes. It never touches the **active** segment, it keeps tombstones (null values) for
+# `delete.retention.ms` so consumers can see the deletion, and offsets survive: a compacted
+# log has gaps.
+#
+# Here Spark predicts exactly which records the cleaner keeps — a window over each key ordered
+# by offset — and which log the cleaner will pick for a given `min.cleanable.dirty.ratio`.
+# Then kafkalab's real cleaner (`kafkalab/storage/cleaner/`) runs and the answers must agree.
+
+# %%
+from kafkalab.book import check_version
+check_version("0.1.0")
+
+# %% [markdown]
+# ## Scale
+# `SCALE = "small"` runs in seconds (CI). `SCALE = "full"` writes 10 million records over
+# 100,000 keys in 128 MiB segments.
+
+# %%
+SCALE = "small"
+PARAMS = {
+    "small": dict(records=30_000, keys=2_000, segment_bytes=256 * 1024),
+    "full": dict(records=10_000_000, keys=100_000, segment_bytes=128 * 1024 * 1024),
+}[SCALE]
+PARAMS
+
+# %% [markdown]
+# ## Generate a keyed topic with tombstones
+# Keys follow a Zipf(1.0) law, so hot keys are rewritten often and most of their old versions
+# are garbage; 5 % of records are tombstones.
+
+# %%
+import tempfile
+from pathlib import Path
+
+from kafkalab.tools.gen_log import GenSpec, generate
+
+START_MS = 1_700_000_000_000
+data_dir = Path(tempfile.mkdtemp(prefix="lab03-"))
+spec = GenSpec(
+    data_dir=str(data_dir), topic="profiles", partitions=2, records=PARAMS["records"], keys=PARAMS["keys"],
+    key_skew=1.0, value_bytes=100, compression="none", seed=3, start_ms=START_MS, rate=1_000,
+    tombstones=0.05, config=(("segment.bytes", str(PARAMS["segment_bytes"])),))
+written = generate(spec, show_progress=False)
+written
+
+# %% tags=["nbval-ignore-output"]
+import kafkalab.spark
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+spark = kafkalab.spark.session(app_name="lab03")  # the JVM's start-up notes go to stderr
+
+# %% [markdown]
+# ## Predict what the first clean keeps
+# The cleanable range ends at the active segment's base offset (the high watermark is the log
+# end offset here: one replica). Below it, a record survives if it is the latest for its key in
+# that range; at or above it everything stays. Naming the columns in a schema makes the source
+# build only those.
+
+# %%
+COLUMNS = "partition int, offset bigint, key binary, value binary, segment string"
+records = spark.read.format("kafkalog").schema(COLUMNS).load(str(data_dir))
+active = records.groupBy("partition").agg(F.max("segment").alias("active_segment"))
+records = (records.join(active, "partition")
+           .withColumn("first_uncleanable", F.substring("active_segment", 1, 20).cast("bigint"))
+           .withColumn("tombstone", F.col("value").isNull()))
+latest_first = Window.partitionBy("partition", "key", F.col("offset") < F.col("first_uncleanable")).orderBy(F.desc("offset"))
+predicted = records.withColumn(
+    "kept", (F.col("offset") >= F.col("first_uncleanable")) | (F.row_number().over(latest_first) == 1)
+).cache()
+per_segment = (predicted.groupBy("partition", "segment")
+               .agg(F.count("*").alias("records"), F.sum((~F.col("kept")).cast("int")).alias("removable"),
+                    F.sum(F.col("tombstone").cast("int")).alias("tombstones"))
+               .withColumn("garbage_share", F.round(F.col("removable") / F.col("records"), 3))
+               .orderBy("partition", "segment").toPandas())
+per_segment
+
+# %% [markdown]
+# The share of garbage is highest in the oldest segments: their records had the most time to be
+# superseded. The active segment (last of each partition) shows 0: the cleaner never reads it.
+
+# %%
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(8, 3))
+for partition, group in per_segment.groupby("partition"):
+    ax.plot(range(len(group)), group["garbage_share"], marker="o", label=f"partition {partition}")
+ax.set_xlabel("segment (oldest first)")
+ax.set_ylabel("share of records removable")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# ## Run the real cleaner
+# `LogCleaner.force_clean` cleans one log now, whatever its dirty ratio; the cleaner's
+# checkpoint file then records where the clean range ended.
+
+# %%
+from kafkalab.spark import labs
+from kafkalab.storage.cleaner.manager import LogCleaner
+
+now_ms = START_MS + PARAMS["records"]  # the clock just after the last append (rate 1,000/s)
+OVERRIDES = {"cleanup.policy": "compact", "segment.bytes": str(PARAMS["segment_bytes"])}
+bytes_before = sum(p.stat().st_size for p in data_dir.rglob("*.log"))
+cleaner = LogCleaner(data_dir, lambda: now_ms)
+outcomes = {}
+for p in sorted(written):
+    log = labs.open_partition_log(data_dir / f"profiles-{p}", OVERRIDES, now_ms)
+    outcomes[p] = cleaner.force_clean(log)
+    log.close()
+bytes_after = sum(p.stat().st_size for p in data_dir.rglob("*.log"))
+{p: o.result.end_offset for p, o in outcomes.items()}, bytes_before, bytes_after
+
+# %% [markdown]
+# ## Compare, record by record
+
+# %%
+kept_predicted = predicted.where("kept").select("partition", "offset").toPandas()
+kept_actual = spark.read.format("kafkalog").schema("partition int, offset bigint").load(str(data_dir)).toPandas()
+pred = sorted(map(tuple, kept_predicted.to_numpy().tolist()))
+got = sorted(map(tuple, kept_actual.to_numpy().tolist()))
+assert pred == got, (len(pred), len(got))
+summary = {"records before": int(predicted.count()), "records kept (predicted)": len(pred),
+           "records kept (cleaner)": len(got), "bytes saved": bytes_before - bytes_after}
+summary
+
+# %% [markdown]
+# ## When would the cleaner run again? `min.cleanable.dirty.ratio`
+# New writes arrive. The part of the log below the checkpoint is *clean*; from the checkpoint
+# to the active segment it is *dirty*. A log is cleanable when dirty / (clean + dirty) is above
+# `min.cleanable.dirty.ratio` (0.5 by default). Spark computes the ratio from batch headers.
+
+# %%
+more = GenSpec(**{**{f: getattr(spec, f) for f in spec.__slots__}, "records": PARAMS["records"] // 3,
+                  "seed": 33, "start_ms": now_ms})
+generate(more, show_progress=False)
+checkpoint = {p: o.result.end_offset for p, o in outcomes.items()}
+segment_rows = (spark.read.format("kafkalog").option("level", "batches").load(str(data_dir))
+                .groupBy("partition", "segment").agg(F.min("base_offset").alias("base_offset"),
+                                                     F.sum("size").alias("size_bytes"))
+                .orderBy("partition", "base_offset").toPandas())
+
+
+def dirty_ratio(p):
+    rows = segment_rows[segment_rows["partition"] == p]
+    active_base = int(rows["segment"].max()[:20])
+    clean = rows[rows["base_offset"] < checkpoint[p]]["size_bytes"].sum()
+    dirty = rows[(rows["base_offset"] >= checkpoint[p]) & (rows["base_offset"] < active_base)]["size_bytes"].sum()
+    return dirty / (clean + dirty)
+
+
+ratios = {p: round(float(dirty_ratio(p)), 4) for p in sorted(written)}
+ratios
+
+# %%
+from kafkalab.storage.cleaner.manager import log_to_clean
+
+now_ms = more.start_ms + more.records
+rows = []
+for threshold in (0.5, 0.8, 0.85, 0.9):
+    for p in sorted(written):
+        log = labs.open_partition_log(data_dir / f"profiles-{p}", {**OVERRIDES, "min.cleanable.dirty.ratio": str(threshold)}, now_ms)
+        chosen = log_to_clean(log, cleaner.checkpoint.get("profiles", p), now_ms)
+        rows.append({"min.cleanable.dirty.ratio": threshold, "partition": p, "Spark ratio": ratios[p],
+                     "cleaner ratio": round(chosen.dirty_ratio, 4), "predicted cleanable": ratios[p] > threshold,
+                     "cleanable": chosen.cleanable})
+        log.close()
+import pandas as pd
+
+decisions = pd.DataFrame(rows)
+assert (decisions["predicted cleanable"] == decisions["cleanable"]).all()
+assert (decisions["Spark ratio"] == decisions["cleaner ratio"]).all()
+decisions
+
+# %% [markdown]
+# ## Exercises — predict, then check
+# Replace each `...` with your prediction, then run the cell. The stored notebook has the answers
+# filled in.
+#
+# **1.** How many tombstones are still in the log after the first clean (count them before the
+# new writes, from the prediction)? Why are they still there?
+
+# %%
+prediction = int(predicted.where("kept AND tombstone").count())
+first_clean = spark.read.format("kafkalog").schema("partition int, offset bigint, value binary").load(str(data_dir))
+actual_tombstones = first_clean.where(F.col("value").isNull() & F.expr(
+    f"offset < CASE partition {' '.join(f'WHEN {p} THEN {c}' for p, c in checkpoint.items())} END")).count()
+kept_before_active = int(predicted.where("kept AND tombstone AND offset < first_uncleanable").count())
+labs.check("tombstones kept below the active segment", kept_before_active, actual_tombstones)
+
+# %% [markdown]
+# **2.** Offsets survive compaction. What is the largest gap between consecutive offsets in
+# partition 0 after the first clean (below the checkpoint)?
+
+# %%
+offsets0 = sorted(o for p, o in pred if p == 0 and o < checkpoint[0])
+prediction = max(b - a for a, b in zip(offsets0, offsets0[1:]))
+actual0 = sorted(r.offset for r in first_clean.where(f"partition = 0 AND offset < {checkpoint[0]}").select("offset").collect())
+labs.check("largest offset gap in partition 0", prediction, max(b - a for a, b in zip(actual0, actual0[1:])))
+
+# %% [markdown]
+# **Change the engine.** The cleaner keeps the latest record per key *within the cleanable
+# range*. Make `force_clean` also clean the active segment (pass the log end offset as the
+# first uncleanable offset in `kafkalab/storage/cleaner/manager.py`) and re-run the comparison:
+# which prediction changes, and why would Kafka never allow this on a live log?
+
+# %%
+spark.stop()
