@@ -33,7 +33,7 @@ PYTHON_PROCESSES = 2  # local[2]: the baseline gets the same two cores
 PROJECTED_SCHEMA = "offset bigint, timestamp bigint, key binary, value binary"
 
 
-def _scan_seconds(df) -> float:  # type: ignore[no-untyped-def]
+def _scan_seconds(df) -> float:
     best = float("inf")
     for _ in range(REPEAT):
         start = time.perf_counter()

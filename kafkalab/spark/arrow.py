@@ -71,7 +71,7 @@ def _strings(values: np.ndarray, names: list[str]) -> pa.Array:
 
 
 @numba.njit(cache=True, nogil=True)
-def gather(buf, starts, lengths):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def gather(buf, starts, lengths):  # pragma: no cover - compiled
     """Pack ``buf[starts[i]:starts[i]+lengths[i]]`` (length -1 = null, stored empty) into one
     contiguous buffer; returns ``(data, offsets)`` with int32 Arrow offsets."""
     n = len(starts)
@@ -182,7 +182,7 @@ def _decode(buf: np.ndarray, positions: np.ndarray, sizes: np.ndarray, where: st
     start = int(positions[0])
     end = int(positions[-1] + sizes[-1])
     try:
-        return col.decode_columns(memoryview(buf)[start:end], check_crc=check_crcs)
+        return col.decode_columns(buf[start:end].data, check_crc=check_crcs)
     except CorruptRecordError as exc:
         raise CorruptRecordError(f"{exc.reason} in {where}", position=start + exc.position) from None
 
