@@ -144,3 +144,28 @@ def test_kafka_python_produces_and_consumes_keyed_records_with_headers(server):
     finally:
         consumer.close()
     assert got == [(i, b"k%d" % i, b"v%d" % i, [("trace", b"%d" % i)]) for i in range(5)]
+
+
+def test_librdkafka_fetch_of_available_data_is_not_parked_for_fetch_wait_max_ms(server):
+    """Records already in the log come back at once, not after fetch.wait.max.ms (30 s here):
+    a fetch is parked only while the log holds fewer than fetch.min.bytes past its offset."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as Partition
+
+    producer = Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0, "acks": 1})
+    for i in range(50):
+        producer.produce("avail", b"v%d" % i, partition=0)
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "avail",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 30_000})
+    try:
+        started = time.monotonic()
+        consumer.assign([Partition("avail", 0, 0)])
+        got: list[bytes] = []
+        while len(got) < 50 and time.monotonic() - started < 20:
+            got += [m.value() for m in consumer.consume(50 - len(got), timeout=1) if m.error() is None]
+        elapsed_s = time.monotonic() - started
+    finally:
+        consumer.close()
+    assert got == [b"v%d" % i for i in range(50)]
+    assert elapsed_s < 15  # a parked fetch would take the whole 30 s

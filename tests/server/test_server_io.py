@@ -1,0 +1,160 @@
+"""The server's event-loop costs per request: how responses are written and when the timer wakes.
+
+These run the server in-process on a real socket (asyncio.run, no sleeps beyond a fetch's own
+short max_wait_ms) and check the write path and the timer-wake rule directly, so a change that
+puts back a per-request cost fails here rather than only as a slower benchmark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab.broker.request import Outgoing
+from kafkalab.protocol.framing import size_prefix
+from kafkalab.protocol.header import decode_response, encode_request
+from kafkalab.protocol.types import FileSlice
+from kafkalab.server import KafkaServer
+from kafkalab.server.connection import Connection, coalesce
+from tests.broker._harness import batch, decode_records
+
+pytestmark = pytest.mark.timeout(60)
+STEP_S = 10.0  # generous bound on any one network step on a loaded CI core
+
+
+def test_coalesce_joins_in_memory_runs_and_keeps_file_slices_in_place(tmp_path):
+    piece = FileSlice(tmp_path / "x.log", 0, 3)
+    assert coalesce([b"ab", b"cd", piece, b"e", b"f", piece]) == [b"abcd", piece, b"ef", piece]
+    assert coalesce([piece]) == [piece]
+    assert coalesce([b"only"]) == [b"only"]
+    assert coalesce([]) == []
+
+
+def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_path, monkeypatch):
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(bytes(range(256)) * 4096)  # 1 MiB, so sendfile really streams
+    piece = FileSlice(segment, 1000, 700_000)
+    head = [size_prefix(6 + piece.size_bytes + 2), b"\x00\x00\x00\x07", b"hd"]
+    parts: list[bytes | FileSlice] = [*head, piece, b"\x00", b"\x01"]
+    expected = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in parts)
+    writes: list[int] = []
+    original_write = asyncio.StreamWriter.write
+
+    def counting_write(self: asyncio.StreamWriter, data: Any) -> None:
+        writes.append(len(data))
+        original_write(self, data)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "write", counting_write)
+
+    async def scenario() -> bytes:
+        connections: list[Connection] = []
+
+        def submit(connection_id: int, frame: bytes) -> None:
+            assert frame == b"ping"
+            connections[0].deliver(Outgoing(connection_id, parts))
+
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(Connection(1, reader, writer, submit, 1024))
+            await connections[0].run()
+
+        server = await asyncio.start_server(accept, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        original_write(writer, size_prefix(4) + b"ping")
+        received = await asyncio.wait_for(reader.readexactly(len(expected)), STEP_S)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return received
+
+    assert asyncio.run(scenario()) == expected
+    # size prefix + header in one send, the two trailing bytes in another; the slice by sendfile
+    assert writes == [4 + 4 + 2, 2]
+
+
+class CountingEvent(asyncio.Event):
+    """An Event that counts how often it is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set_count = 0
+
+    def set(self) -> None:
+        self.set_count += 1
+        super().set()
+
+
+class Client:
+    """A raw Kafka client on one asyncio connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer, self.correlation_id = reader, writer, 0
+
+    def send(self, api_key: int, version: int, body: Any) -> int:
+        self.correlation_id += 1
+        self.writer.write(encode_request(api_key, version, self.correlation_id, "io-test", body))
+        return self.correlation_id
+
+    async def receive(self, api_key: int, version: int) -> Any:
+        size = int.from_bytes(await asyncio.wait_for(self.reader.readexactly(4), STEP_S), "big")
+        frame = await asyncio.wait_for(self.reader.readexactly(size), STEP_S)
+        return decode_response(api_key, version, frame)[1]
+
+    async def call(self, api_key: int, version: int, body: Any) -> Any:
+        self.send(api_key, version, body)
+        return await self.receive(api_key, version)
+
+
+async def _until(condition: Any) -> None:
+    """Yield to the loop until ``condition()`` holds (bounded by STEP_S)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STEP_S
+    while not condition():
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.001)
+
+
+def _fetch_body(offset: int, max_wait_ms: int) -> dict[str, Any]:
+    return {"max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "topics": [{"topic": "w", "partitions": [
+                {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}]}
+
+
+def test_timer_task_is_woken_only_by_requests_that_queue_an_earlier_deadline(tmp_path: Path):
+    """Produces and fetches that are answered at once leave the timer task asleep; a fetch
+    parked for less than the timer's current sleep wakes it (and is answered); a fetch parked
+    for longer than that sleep does not need to."""
+
+    async def scenario() -> None:
+        server = KafkaServer(tmp_path / "data", {}, port=0, seed=1)
+        _, port = await server.start()
+        wake = server._wake = CountingEvent()
+        try:
+            client = Client(*await asyncio.open_connection("127.0.0.1", port))
+            topic = {"name": "w", "num_partitions": 1, "replication_factor": 1, "configs": []}
+            await client.call(19, 7, {"topics": [topic], "timeout_ms": 1000})
+            await asyncio.sleep(0)  # let the timer task go back to sleep after startup
+            baseline = wake.set_count
+            produce = {"acks": 1, "timeout_ms": 1000, "topic_data": [
+                {"name": "w", "partition_data": [{"index": 0, "records": batch([b"a", b"b"])}]}]}
+            for _ in range(5):
+                await client.call(0, 7, produce)
+            fetched = await client.call(1, 12, _fetch_body(0, max_wait_ms=500))
+            assert [v for _, _, v, _ in decode_records(fetched.responses[0].partitions[0].records)][:2] == [b"a", b"b"]
+            assert wake.set_count == baseline  # nothing was parked: the timer slept on
+
+            parked = await client.call(1, 12, _fetch_body(10, max_wait_ms=20))
+            assert parked.responses[0].partitions[0].records in (b"", None)
+            assert wake.set_count == baseline + 1  # 20 ms is sooner than the timer's sleep
+
+            client.send(1, 12, _fetch_body(10, max_wait_ms=60_000))
+            await _until(lambda: server.broker is not None and bool(server.broker.parked_fetches))
+            assert wake.set_count == baseline + 1  # due long after the timer's next wake-up
+            client.writer.close()
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
