@@ -12,7 +12,9 @@ Figures (``python -m kafkalab.bench server``):
 * ``server.consume`` -- MB/s of values fetched, a round of 4,000 records (about 4 MB) at a
   time, from ``assign`` to the round's last record, kafkalab vs mock; target >= 0.7.
 
-Default size: 100,000 records (about 100 MB of values); ``--full``: 400,000 records.
+Default size: 100,000 records (about 100 MB of values); ``--full``: 400,000 records. Each
+broker is measured ``REPEATS`` times, mock and kafkalab alternately, and each figure is the best
+of its runs: on a shared machine a single run mostly measures who else is using the cores.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ ROUND_RECORDS = 4_000  # about 4 MB: below the ~5 MB the mock cluster keeps per 
 DEADLINE_S = 120.0  # a stuck run fails instead of hanging the benchmark
 FETCH_WAIT_MAX_MS = 100  # fetch.wait.max.ms: how long a fetch at the end of the log is parked
 SETTLE_S = 2.5 * FETCH_WAIT_MAX_MS / 1000  # untimed quiet after each round; see consume()
+REPEATS = 3  # each broker measured three times, alternately; the best run of each is reported
 COMMON: dict[str, Any] = {"socket.timeout.ms": 10_000, "topic.metadata.refresh.interval.ms": 1000}
 
 
@@ -46,14 +49,20 @@ def run(reporter: Reporter, full: bool = False) -> None:
     mock_owner = Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "", "log_level": 3})
     broker = next(iter(mock_owner.list_topics(timeout=10).brokers.values()))
     mock_bootstrap = f"{broker.host}:{broker.port}"
-    mock_produce, mock_consume = measure(mock_bootstrap, count)
+    figures: dict[str, list[tuple[float, float]]] = {"mock": [], "kafkalab": []}
     with tempfile.TemporaryDirectory(prefix="kafkalab-bench-") as tmp:
         server = start_server(Path(tmp) / "data")
         try:
             create_topic(server.bootstrap)
-            lab_produce, lab_consume = measure(server.bootstrap, count)
+            # Alternate the two brokers so that both see the same load from the machine's other
+            # users, and keep each one's best run (the harness's best-of-N convention).
+            for _ in range(REPEATS):
+                figures["mock"].append(measure(mock_bootstrap, count))
+                figures["kafkalab"].append(measure(server.bootstrap, count))
         finally:
             server.stop()
+    mock_produce, mock_consume = (max(column) for column in zip(*figures["mock"]))
+    lab_produce, lab_consume = (max(column) for column in zip(*figures["kafkalab"]))
     reporter.report("server.produce", lab_produce, "MB/s", mock_produce, ">=0.5")
     reporter.report("server.consume", lab_consume, "MB/s", mock_consume, ">=0.7")
 

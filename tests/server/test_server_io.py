@@ -33,10 +33,13 @@ def test_coalesce_joins_in_memory_runs_and_keeps_file_slices_in_place(tmp_path):
     assert coalesce([]) == []
 
 
-def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_path, monkeypatch):
+# 700 kB usually fits the socket buffer in one direct sendfile; 12 MiB cannot, so the rest goes
+# through loop.sendfile while the client is still reading.
+@pytest.mark.parametrize("slice_bytes", [700_000, 12 << 20])
+def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_path, monkeypatch, slice_bytes):
     segment = tmp_path / "00000000000000000000.log"
-    segment.write_bytes(bytes(range(256)) * 4096)  # 1 MiB, so sendfile really streams
-    piece = FileSlice(segment, 1000, 700_000)
+    segment.write_bytes(bytes(range(256)) * (13 << 12))  # 13 MiB
+    piece = FileSlice(segment, 1000, slice_bytes)
     head = [size_prefix(6 + piece.size_bytes + 2), b"\x00\x00\x00\x07", b"hd"]
     parts: list[bytes | FileSlice] = [*head, piece, b"\x00", b"\x01"]
     expected = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in parts)
@@ -48,6 +51,15 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
         original_write(self, data)
 
     monkeypatch.setattr(asyncio.StreamWriter, "write", counting_write)
+    handed_over: list[int] = []
+    original_sendfile = asyncio.base_events.BaseEventLoop.sendfile
+
+    async def counting_sendfile(self: Any, transport: Any, file: Any, offset: int = 0, count: Any = None,
+                                **kwargs: Any) -> int:
+        handed_over.append(count)
+        return await original_sendfile(self, transport, file, offset, count, **kwargs)
+
+    monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "sendfile", counting_sendfile)
 
     async def scenario() -> bytes:
         connections: list[Connection] = []
@@ -73,6 +85,8 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
     assert asyncio.run(scenario()) == expected
     # size prefix + header in one send, the two trailing bytes in another; the slice by sendfile
     assert writes == [4 + 4 + 2, 2]
+    if slice_bytes > 4 << 20:  # more than any loopback socket buffer: part went by loop.sendfile
+        assert len(handed_over) == 1 and 0 < handed_over[0] < slice_bytes
 
 
 class CountingEvent(asyncio.Event):
