@@ -8,21 +8,30 @@ Flags follow Kafka's script::
 
 With ``parse.key=true`` each line splits at the first ``key.separator`` (default a tab) into key
 and value; a line without the separator is an error, as in Kafka's ``LineMessageReader``.
-``--producer-property acks=all`` (or ``--request-required-acks``) sets acks; ``--partition``
-chooses the partition (default 0: this tool assigns partitions manually). Lines are sent in
+``--producer-property acks=all`` (or ``--request-required-acks``) sets acks. Lines are sent in
 batches of at most ``--batch-size`` records, each batch stamped with the current time.
+
+Partitions are chosen as Kafka's default partitioner chooses them: a keyed record goes to
+``murmur2(key) & 0x7fffffff % partitions`` (so ``user-1`` always lands in the same partition,
+whichever Java or kafkalab producer sent it), and records without a key stick to one
+partition for a whole batch before moving on (the sticky partitioner of KIP-480).
+``--partition N`` overrides both and sends every record to partition N.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import random
 import sys
 from typing import TextIO
 
-from kafkalab.client.connection import bootstrap
+from kafkalab.client.admin import describe_topics
+from kafkalab.client.connection import BrokerConnection, bootstrap
 from kafkalab.client.data import CODECS, produce_batch
 from kafkalab.clock import Clock, SystemClock
 from kafkalab.errors import KafkaError
+from kafkalab.partitioner import partition_for_key
 from kafkalab.records import Record
 
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
@@ -33,7 +42,8 @@ LINE_BYTES_MAX = 1024 * 1024  # max.request.size's default bounds one record
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--partition", type=int, default=0)
+    parser.add_argument("--partition", type=int, default=None,
+                        help="send every record to this partition (default: Kafka's partitioner)")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="parse.key, key.separator, ignore.error")
     parser.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
@@ -65,17 +75,62 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, clock: Clock | No
 def produce_lines(args: argparse.Namespace, stdin: TextIO, clock: Clock, acks: int,
                   parse_key: bool, separator: str) -> None:
     with bootstrap(args.bootstrap_server, request_timeout_ms=args.request_timeout_ms) as conn:
+        choose = Partitioner(args.partition, _partition_count(conn, args.topic, args.partition))
         pending: list[Record] = []
         for line_number, line in enumerate(stdin, start=1):
             pending.append(line_to_record(line.rstrip("\n"), line_number, clock.milliseconds(),
                                           parse_key, separator))
             if len(pending) >= args.batch_size:
-                produce_batch(conn, args.topic, args.partition, pending, acks=acks,
-                              compression=CODECS[args.compression_codec])
+                _send(conn, args, pending, choose, acks)
                 pending = []
         if pending:
-            produce_batch(conn, args.topic, args.partition, pending, acks=acks,
-                          compression=CODECS[args.compression_codec])
+            _send(conn, args, pending, choose, acks)
+
+
+def _partition_count(conn: BrokerConnection, topic: str, fixed: int | None) -> int:
+    if fixed is not None:
+        return 0  # not needed: every record goes to the fixed partition
+    (info,) = describe_topics(conn, [topic])
+    return len(info.partitions)
+
+
+class Partitioner:
+    """Kafka's default partitioner for one topic. Not thread-safe; owned by one tool run.
+
+    Keyed records: murmur2 of the key. Null keys: one partition per batch, chosen at random
+    among all of them when a new batch starts (KIP-480's sticky partitioner).
+    """
+
+    def __init__(self, fixed: int | None, partitions: int, rng: random.Random | None = None) -> None:
+        if fixed is None and partitions < 1:
+            raise ValueError(f"topic has {partitions} partitions; need at least 1")
+        self.fixed, self.partitions = fixed, partitions
+        self._rng = rng or random.Random()  # a CLI run, not the deterministic core
+        self._sticky = 0
+
+    def new_batch(self) -> None:
+        if self.fixed is None:
+            self._sticky = self._rng.randrange(self.partitions)
+
+    def partition(self, key: bytes | None) -> int:
+        if self.fixed is not None:
+            return self.fixed
+        return self._sticky if key is None else partition_for_key(key, self.partitions)
+
+
+def _send(conn: BrokerConnection, args: argparse.Namespace, records: list[Record],
+          choose: Partitioner, acks: int) -> None:
+    """One Produce request per partition the records map to, in first-seen order."""
+    choose.new_batch()
+    by_partition: dict[int, list[Record]] = {}
+    for record in records:
+        by_partition.setdefault(choose.partition(record.key), []).append(record)
+    for partition, batch in by_partition.items():
+        # Placeholder offsets must be contiguous within a batch (the broker checks that the
+        # record count matches the offset range); it assigns the real ones on append.
+        renumbered = [dataclasses.replace(record, offset=i) for i, record in enumerate(batch)]
+        produce_batch(conn, args.topic, partition, renumbered, acks=acks,
+                      compression=CODECS[args.compression_codec])
 
 
 def line_to_record(line: str, line_number: int, now_ms: int, parse_key: bool, separator: str) -> Record:

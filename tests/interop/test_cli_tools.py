@@ -93,3 +93,27 @@ def test_console_consumer_unknown_topic_fails_cleanly(bootstrap: str, capsys: py
     assert main(["console-consumer", "--bootstrap-server", bootstrap, "--topic", "no-such-topic",
                  "--from-beginning", "--timeout-ms", "200"]) == 1
     assert "UNKNOWN_TOPIC_OR_PARTITION" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(60)
+def test_console_producer_places_keys_like_kafkas_default_partitioner(
+        bootstrap: str, topic_name: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka.partitioner.default import murmur2  # kafka-python's own, independent murmur2
+
+    assert topics(capsys, bootstrap, "--create", "--topic", topic_name, "--partitions", "3")[0] == 0
+    keys = [f"user-{i}" for i in range(30)]
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{k}:v\n" for k in keys)))
+    assert main(["console-producer", "--bootstrap-server", bootstrap, "--topic", topic_name,
+                 "--property", "parse.key=true", "--property", "key.separator=:"]) == 0
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             request_timeout_ms=CLIENT_TIMEOUT_MS + 1000, consumer_timeout_ms=5000)
+    try:
+        consumer.assign([TopicPartition(topic_name, p) for p in range(3)])
+        consumer.seek_to_beginning()
+        placed = {m.key.decode(): m.partition for _, m in zip(range(len(keys)), consumer)}
+    finally:
+        consumer.close()
+    expected = {k: (murmur2(k.encode()) & 0x7FFFFFFF) % 3 for k in keys}
+    assert placed == expected
+    assert len(set(placed.values())) == 3  # the keys really spread over every partition

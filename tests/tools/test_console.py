@@ -42,3 +42,24 @@ def test_format_matches_default_message_formatter() -> None:
         "CreateTime:1700000000000\tPartition:3\tOffset:42\th:v\tk\tnull")
     assert format_record(record, 3, {}) == "null"
     assert format_record(Record(0, 0, None, b"v"), 0, {"print.key": "true", "key.separator": "|"}) == "null|v"
+
+
+def test_partitioner_keyed_sticky_and_fixed() -> None:
+    import random
+
+    from kafkalab.partitioner import partition_for_key
+    from kafkalab.tools.console_producer import Partitioner
+
+    choose = Partitioner(None, 4, random.Random(7))
+    choose.new_batch()
+    assert choose.partition(b"user-1") == partition_for_key(b"user-1", 4)
+    sticky = choose.partition(None)
+    assert all(choose.partition(None) == sticky for _ in range(10))  # one partition per batch
+    seen = set()
+    for _ in range(50):
+        choose.new_batch()
+        seen.add(choose.partition(None))
+    assert seen == {0, 1, 2, 3}  # new batches move on
+    assert Partitioner(2, 0).partition(b"user-1") == 2
+    with pytest.raises(ValueError):
+        Partitioner(None, 0)
