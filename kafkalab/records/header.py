@@ -224,11 +224,14 @@ def _read_v2(buf: Buffer, position: int) -> BatchHeader:
     """The whole 61-byte header in one unpack; the caller made sure 61 bytes are there."""
     (base_offset, size, epoch, magic, crc, attributes, last_offset_delta, base_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = _V2_HEADER.unpack_from(buf, position)
-    _check_minimum_size(size, magic, position)
     size_bytes = LOG_OVERHEAD + size
-    _check_fits(buf, position, size_bytes)
-    _check_codec(attributes, magic, position)
-    if last_offset_delta < 0 or count < 0:
+    # One combined test on the hot path (every appended batch); the detailed checks below only
+    # run to say which rule a bad header broke.
+    if not (V2_HEADER_SIZE <= size_bytes <= len(buf) - position and last_offset_delta >= 0
+            and count >= 0 and attributes & COMPRESSION_CODEC_MASK <= MAX_CODEC_FOR_MAGIC[2]):
+        _check_minimum_size(size, magic, position)
+        _check_fits(buf, position, size_bytes)
+        _check_codec(attributes, magic, position)
         raise CorruptRecordError(
             f"negative lastOffsetDelta {last_offset_delta} or recordsCount {count}",
             position=position,
