@@ -32,7 +32,7 @@ def _data(count: int) -> tuple[list[bytes], list[bytes], list[int]]:
     return keys, values, timestamps
 
 
-def _kafka_python_encode(keys, values, timestamps) -> bytes:  # type: ignore[no-untyped-def]
+def _kafka_python_encode(keys, values, timestamps) -> bytes:
     out = []
     builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, BATCH_BYTES)
     delta = 0

