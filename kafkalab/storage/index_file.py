@@ -24,6 +24,7 @@ reopen. An index is 8 or 12 bytes per
 from __future__ import annotations
 
 import mmap
+import weakref
 import os
 from pathlib import Path
 from typing import ClassVar
@@ -76,6 +77,9 @@ class IndexFile:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StorageError(f"cannot open {self.KIND} {self.path}: {exc}") from exc
+        # A raw descriptor is an int: nothing closes it if the index is dropped unclosed (a
+        # crashed test, a forgotten log). The finalizer closes it then; close() runs it early.
+        self._close_fd = weakref.finalize(self, os.close, self._fd)
         if newly_created:
             os.ftruncate(self._fd, self._round_down(max_index_bytes))
         self._length_bytes = os.fstat(self._fd).st_size
@@ -234,7 +238,7 @@ class IndexFile:
     def close(self) -> None:
         self._unmap()
         if self._fd >= 0:
-            os.close(self._fd)
+            self._close_fd()
             self._fd = -1
 
     def rename_to(self, new_path: Path) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator, Sequence
@@ -130,6 +131,7 @@ class LogSegment:
             self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StorageError(f"cannot open segment file {self.log_path}: {exc}") from exc
+        self._close_fd = weakref.finalize(self, os.close, self._fd)  # see IndexFile.__init__
         self._size_bytes = os.fstat(self._fd).st_size
         self._map: mmap.mmap | None = None
         self._map_bytes = 0
@@ -517,7 +519,7 @@ class LogSegment:
     def close_handlers(self) -> None:
         self._unmap()
         if self._fd >= 0:
-            os.close(self._fd)
+            self._close_fd()
             self._fd = -1
         self.offset_index.close()
         self.time_index.close()

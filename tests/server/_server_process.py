@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import select
+import selectors
 import signal
 import socket
 import subprocess
@@ -35,7 +35,11 @@ class ServerProcess:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT_S)
+        # selectors (epoll), not select.select: a pytest worker that has run many tests may hold
+        # descriptors numbered past select()'s limit of 1024.
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            ready = selector.select(START_TIMEOUT_S)
         line = self.process.stdout.readline().strip() if ready else ""
         match = STARTED.match(line)
         if match is None:
