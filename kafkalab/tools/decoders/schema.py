@@ -38,9 +38,9 @@ from dataclasses import dataclass, field as dc_field
 from typing import Any
 
 from kafkalab.errors import ProtocolError, UnsupportedVersionError
+from kafkalab.protocol.schema import parse_versions
 from kafkalab.protocol.types import Reader
 
-VERSION_MAX = 32767  # "N+" reaches the largest int16 version
 TAGGED_FIELDS_MAX = 1024  # a tag section with more entries than this is hostile, not real
 NESTING_MAX = 8  # deepest struct-in-struct of any spec declared here is 3
 
@@ -48,13 +48,8 @@ JsonValue = Any
 
 
 def _versions(text: str | None) -> tuple[int, int] | None:
-    """``"3+"`` -> (3, 32767); ``"0-2"`` -> (0, 2); ``"1"`` -> (1, 1); None stays None."""
-    if text is None:
-        return None
-    if text.endswith("+"):
-        return int(text[:-1]), VERSION_MAX
-    low, _, high = text.partition("-")
-    return int(low), int(high or low)
+    """Kafka's version-range spelling, as the protocol schemas read it; None stays None."""
+    return None if text is None else parse_versions(text)
 
 
 def _within(span: tuple[int, int] | None, version: int) -> bool:
