@@ -373,7 +373,7 @@ def header_spans(columns: RecordColumns) -> np.ndarray:
 
 
 @njit(cache=True)
-def _varint_size(value):  # pragma: no cover - compiled
+def varint_size(value):  # pragma: no cover - compiled
     raw = (value << 1) ^ (value >> 63)
     size = 1
     while raw >= 0x80 or raw < 0:
@@ -383,7 +383,7 @@ def _varint_size(value):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _put_varint(out, pos, value):  # pragma: no cover - compiled
+def put_varint(out, pos, value):  # pragma: no cover - compiled
     raw = np.uint64((value << 1) ^ (value >> 63))
     while raw >= np.uint64(0x80):
         out[pos] = np.uint8((raw & np.uint64(0x7F)) | np.uint64(0x80))
@@ -411,12 +411,12 @@ def _plan_batches(timestamps, key_len, value_len, batch_bytes):  # pragma: no co
     total = 0
     base_ts = 0
     for i in range(n):
-        payload = (_varint_size(key_len[i]) + max(key_len[i], 0)
-                   + _varint_size(value_len[i]) + max(value_len[i], 0) + 2)  # + attributes, header count
+        payload = (varint_size(key_len[i]) + max(key_len[i], 0)
+                   + varint_size(value_len[i]) + max(value_len[i], 0) + 2)  # + attributes, header count
         b = 0
         if size > 0:  # try to append to the open batch
-            b = payload + _varint_size(timestamps[i] - base_ts) + _varint_size(i - first[batches - 1])
-        if size == 0 or size + _varint_size(b) + b > batch_bytes:
+            b = payload + varint_size(timestamps[i] - base_ts) + varint_size(i - first[batches - 1])
+        if size == 0 or size + varint_size(b) + b > batch_bytes:
             total += size  # close the open batch; record i opens a new one with zero deltas
             first[batches] = i
             batches += 1
@@ -424,7 +424,7 @@ def _plan_batches(timestamps, key_len, value_len, batch_bytes):  # pragma: no co
             size = V2_HEADER_SIZE_NB
             b = payload + 2
         body[i] = b
-        size += _varint_size(b) + b
+        size += varint_size(b) + b
     total += size
     first[batches] = n
     return body, first[: batches + 1], total
@@ -445,15 +445,15 @@ def _write_batches(out, first, body, timestamps, key_data, key_start, key_len, v
         p = start + 61
         for i in range(lo, hi):
             max_ts = max(max_ts, timestamps[i])
-            p = _put_varint(out, p, body[i])
+            p = put_varint(out, p, body[i])
             out[p] = 0
-            p = _put_varint(out, p + 1, timestamps[i] - base_ts)
-            p = _put_varint(out, p, i - lo)
-            p = _put_varint(out, p, key_len[i])
+            p = put_varint(out, p + 1, timestamps[i] - base_ts)
+            p = put_varint(out, p, i - lo)
+            p = put_varint(out, p, key_len[i])
             for j in range(max(key_len[i], 0)):
                 out[p + j] = key_data[key_start[i] + j]
             p += max(key_len[i], 0)
-            p = _put_varint(out, p, value_len[i])
+            p = put_varint(out, p, value_len[i])
             for j in range(max(value_len[i], 0)):
                 out[p + j] = value_data[value_start[i] + j]
             p += max(value_len[i], 0)

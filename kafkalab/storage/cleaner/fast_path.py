@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from kafkalab.errors import CorruptRecordError
-from kafkalab.records.columnar import RecordColumns, decode_columns
+from kafkalab.records.columnar import RecordColumns, decode_columns, put_varint, varint_size
 from kafkalab.records.header import (
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
@@ -196,27 +196,6 @@ def _varint_at(data, p):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _zigzag_size(value):  # pragma: no cover - compiled
-    raw = np.uint64((value << 1) ^ (value >> 63))
-    size = 1
-    while raw >= np.uint64(0x80):
-        raw >>= np.uint64(7)
-        size += 1
-    return size
-
-
-@njit(cache=True, inline="always")
-def _put_zigzag(out, p, value):  # pragma: no cover - compiled
-    raw = np.uint64((value << 1) ^ (value >> 63))
-    while raw >= np.uint64(0x80):
-        out[p] = np.uint8((raw & np.uint64(0x7F)) | np.uint64(0x80))
-        raw >>= np.uint64(7)
-        p += 1
-    out[p] = np.uint8(raw)
-    return p + 1
-
-
-@njit(cache=True, inline="always")
 def _put_be(out, p, value, width):  # pragma: no cover - compiled
     for i in range(width):
         out[p + i] = np.uint8((value >> (8 * (width - 1 - i))) & 0xFF)
@@ -248,10 +227,10 @@ def rebuild_batches(data, batches, positions, ends, first, keep, timestamp, hori
                     base_ts = timestamp[i]
                 _old_delta, rest = _varint_at(data, body + 1)
                 delta = timestamp[i] - base_ts
-                new_length = 1 + _zigzag_size(delta) + (rec_end - rest)
-                q = _put_zigzag(out, q, new_length)
+                new_length = 1 + varint_size(delta) + (rec_end - rest)
+                q = put_varint(out, q, new_length)
                 out[q] = 0
-                q = _put_zigzag(out, q + 1, delta)
+                q = put_varint(out, q + 1, delta)
                 out[q : q + rec_end - rest] = data[rest:rec_end]
                 q += rec_end - rest
                 newest = max(newest, timestamp[i])
