@@ -1,16 +1,11 @@
 """A segment file written by a real Apache Kafka broker opens, reads, dumps and grows in kafkalab.
 
-The 34 bytes below are the whole ``00000000000000000000.log`` of a one-partition topic after one
-console-producer message ("message1"), as published with ``hexdump -C`` on the users@kafka.apache.org
-list in December 2015 ("Trying to understand the format of the LogSegment file"), together with
-what that broker's ``DumpLogSegments`` printed for it::
-
-    offset: 0 position: 0 isvalid: true payloadsize: 8 magic: 0 compresscodec: NoCompressionCodec crc: 3916773564
-
-kafkalab did not produce these bytes, so reading them back checks the magic-0 path against Kafka
-itself rather than against kafkalab's own encoder. The broker wrote no index entries for a file
-this small (the first batch is never indexed), so the directory has only the ``.log``; kafkalab must
-rebuild empty indexes, serve offset 0 from the file as-is, and append new v2 batches after it.
+The bytes (``tests/kafka_written.py``) are a 2015 broker's one-message segment, published with the
+CRC its ``DumpLogSegments`` printed. kafkalab did not produce them, so reading them back checks
+the magic-0 path against Kafka itself rather than against kafkalab's own encoder. The broker wrote
+no index entries for a file this small (the first batch is never indexed), so the directory has
+only the ``.log``; kafkalab must rebuild empty indexes, serve offset 0 from the file as-is, and
+append new v2 batches after it.
 """
 
 from __future__ import annotations
@@ -25,17 +20,7 @@ from storage_helpers import build_batch
 from kafkalab.clock import ManualClock
 from kafkalab.storage import Log, LogConfig
 from kafkalab.tools import dump_log
-
-KAFKA_WRITTEN_LOG = bytes.fromhex(
-    "00000000 00000000"  # offset 0
-    "00000016"  # message size 22
-    "e97538bc"  # CRC-32 (IEEE) of magic..value
-    "00 00"  # magic 0, attributes 0 (no compression)
-    "ffffffff"  # key: null
-    "00000008 6d65737361676531"  # value: "message1"
-    .replace(" ", "")
-)
-KAFKAS_CRC = 3916773564  # as DumpLogSegments printed it
+from tests.kafka_written import KAFKA_WRITTEN_LOG, KAFKAS_CRC
 
 
 def _partition_dir(tmp_path: Path) -> Path:
