@@ -52,8 +52,9 @@ from typing import Protocol, cast
 
 from kafkalab.records.header import BatchHeader, iter_headers
 from kafkalab.storage.cleaner import fast_path, reference
+from kafkalab.storage.cleaner.chunks import Chunk, ChunkBuffers, read_chunks
 from kafkalab.storage.cleaner.fast_map import FastOffsetMap
-from kafkalab.storage.cleaner.fast_path import Written
+from kafkalab.storage.cleaner.fast_path import Cleaned
 from kafkalab.storage.cleaner.offset_map import OffsetMap
 from kafkalab.storage.cleaner.reference import KeyOffsetMap
 from kafkalab.storage.cleaner.rules import LastRecord, RetentionRule, is_aborted
@@ -63,7 +64,6 @@ from kafkalab.storage.segment import SEGMENT_FILE_BYTES_MAX, SEGMENT_SUFFIXES, L
 
 CLEANED_SUFFIX = ".cleaned"
 RELATIVE_OFFSET_MAX = 2**31 - 1  # a segment addresses offsets as int32 deltas from its base
-WRITE_BUFFER_BYTES = 512 * 1024  # log.cleaner.io.buffer.size default: flush kept batches at this size
 
 FaultHook = Callable[[str], None]
 __all__ = ["CleanResult", "Cleaner", "CleanerStats", "is_aborted", "read_segment"]
@@ -119,7 +119,7 @@ def segments_between(log: CleanableLog, start_offset: int, end_offset: int) -> l
 
 
 def build_offset_map(log: CleanableLog, start_offset: int, end_offset: int, offset_map: KeyOffsetMap,
-                     stats: CleanerStats, *, fast: bool) -> None:
+                     stats: CleanerStats, *, fast: bool, buffers: ChunkBuffers | None = None) -> None:
     """Map keys of ``[start_offset, end_offset)``, stopping at the record where the map fills
     (Kafka's ``buildOffsetMap``); ``offset_map`` has been cleared by the caller."""
     offset_map.update_latest_offset(start_offset - 1)
@@ -127,20 +127,19 @@ def build_offset_map(log: CleanableLog, start_offset: int, end_offset: int, offs
     for index, segment in enumerate(dirty):
         next_start = dirty[index + 1].base_offset if index + 1 < len(dirty) else end_offset
         position = segment.offset_index.lookup(start_offset).position if index == 0 else 0
-        for view, headers in fast_path.read_chunks(segment, position):
-            if _map_chunk(view, headers, start_offset, offset_map, stats, fast):
+        for chunk in read_chunks(segment, position, buffers):
+            if _map_chunk(chunk, start_offset, offset_map, stats, fast):
                 return
         # Offsets may have gaps (an earlier clean): the map has seen everything below the next
         # segment's base offset.
         offset_map.update_latest_offset(next_start - 1)
 
 
-def _map_chunk(view: bytes, headers: list[BatchHeader], start_offset: int, offset_map: KeyOffsetMap,
-               stats: CleanerStats, fast: bool) -> bool:
+def _map_chunk(chunk: Chunk, start_offset: int, offset_map: KeyOffsetMap, stats: CleanerStats, fast: bool) -> bool:
     if fast:
-        return fast_path.map_chunk(view, headers, start_offset, cast(FastOffsetMap, offset_map), stats)
-    stats.map_bytes_read += len(view)
-    return any(reference.map_batch(h, view, start_offset, offset_map, stats) for h in headers)
+        return fast_path.map_chunk(chunk, start_offset, cast(FastOffsetMap, offset_map), stats)
+    stats.map_bytes_read += len(chunk.data)
+    return any(reference.map_batch(h, chunk.data, start_offset, offset_map, stats) for h in chunk.headers())
 
 
 # --- step 2: grouping ---------------------------------------------------------------------------
@@ -175,35 +174,17 @@ def group_segments_by_size(segments: Sequence[LogSegment], max_size_bytes: int, 
 # --- step 3: copying what survives ----------------------------------------------------------------
 
 
-class _CleanedWriter:
-    """Buffers kept entries and appends them to the ``.cleaned`` segment in chunks."""
-
-    def __init__(self, segment: LogSegment, stats: CleanerStats) -> None:
-        self.segment = segment
-        self.stats = stats
-        self._pending: list[Written] = []
-        self._pending_bytes = 0
-
-    def add(self, entries: list[Written]) -> None:
-        for entry in entries:
-            self._pending.append(entry)
-            self._pending_bytes += len(entry.data)
-            if entry.delete_horizon_ms is not None:
-                self.stats.saw_delete_horizon(entry.delete_horizon_ms)
-        if self._pending_bytes >= WRITE_BUFFER_BYTES:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        chunk = b"".join(entry.data for entry in self._pending)
-        # The segment decides index entries batch by batch, so a run of whole batches copied
-        # as one slice is walked here once more, shallowly.
-        indexed = list(iter_headers(chunk))
-        largest_timestamp = max(e.max_timestamp for e in self._pending)
-        self.segment.append(self._pending[-1].last_offset, largest_timestamp, chunk, indexed)
-        self.stats.bytes_written += len(chunk)
-        self._pending, self._pending_bytes = [], 0
+def append_cleaned(segment: LogSegment, cleaned: Cleaned, stats: CleanerStats) -> None:
+    """Append one chunk's kept entries to the ``.cleaned`` segment with one write (Kafka's
+    cleaner writes whenever its write buffer fills; a chunk is that buffer here)."""
+    if not cleaned.headers:
+        return
+    largest_timestamp = max(h.max_timestamp for h in cleaned.headers)
+    horizons = [h.base_timestamp for h in cleaned.headers if h.has_delete_horizon]
+    if horizons:
+        stats.saw_delete_horizon(min(horizons))
+    segment.append(cleaned.headers[-1].last_offset, largest_timestamp, cleaned.data, cleaned.headers)
+    stats.bytes_written += len(cleaned.data)
 
 
 # --- the whole clean ------------------------------------------------------------------------------
@@ -222,12 +203,14 @@ class Cleaner:
         self.fast = fast
         self.offset_map: KeyOffsetMap = (FastOffsetMap if fast else OffsetMap)(dedupe_buffer_bytes, load_factor)
         self._fault = fault or (lambda step: None)
+        self._buffers = ChunkBuffers()
 
     def clean(self, log: CleanableLog, first_dirty_offset: int, first_uncleanable_offset: int, now_ms: int,
               active_producers: Mapping[int, LastRecord] | None = None) -> CleanResult:
         stats = CleanerStats()
         self._clear_map(first_uncleanable_offset - first_dirty_offset)
-        build_offset_map(log, first_dirty_offset, first_uncleanable_offset, self.offset_map, stats, fast=self.fast)
+        build_offset_map(log, first_dirty_offset, first_uncleanable_offset, self.offset_map, stats, fast=self.fast,
+                         buffers=self._buffers)
         # Every mapped offset is <= latest_offset, and a map holds at least one entry, so a
         # clean with dirty keyed records always moves forward, even mid-batch.
         end_offset = self.offset_map.latest_offset + 1
@@ -258,28 +241,22 @@ class Cleaner:
         for suffix in SEGMENT_SUFFIXES:  # leftovers of an interrupted clean
             (group[0].directory / (file_name(base_offset, suffix) + CLEANED_SUFFIX)).unlink(missing_ok=True)
         cleaned = log.new_segment(base_offset, CLEANED_SUFFIX)
-        writer = _CleanedWriter(cleaned, stats)
         for segment in group:
             stats.bytes_read += segment.size_bytes
             retain_legacy = segment.max_timestamp_so_far > legacy_horizon_ms
-            for view, headers in fast_path.read_chunks(segment, 0):
-                writer.add(self._filter_chunk(view, headers, rule, retain_legacy, stats))
-        writer.flush()
+            for chunk in read_chunks(segment, 0, self._buffers):
+                append_cleaned(cleaned, self._filter_chunk(chunk, rule, retain_legacy, stats), stats)
         cleaned.on_become_inactive()  # replace_segments fsyncs it before the swap
         self._fault("cleaned-written")
         log.replace_segments([cleaned], group)
 
-    def _filter_chunk(self, view: bytes, headers: list[BatchHeader], rule: RetentionRule,
-                      retain_legacy: bool, stats: CleanerStats) -> list[Written]:
+    def _filter_chunk(self, chunk: Chunk, rule: RetentionRule, retain_legacy: bool, stats: CleanerStats) -> Cleaned:
         if self.fast:
-            return fast_path.filter_chunk(view, headers, rule, cast(FastOffsetMap, self.offset_map),
-                                          retain_legacy, stats)
-        out = []
-        for header in headers:
-            entry = reference.filter_entry(header, view, rule, self.offset_map, retain_legacy, stats)
-            if entry is not None:
-                out.append(fast_path.written_entry(entry))
-        return out
+            return fast_path.filter_chunk(chunk, rule, cast(FastOffsetMap, self.offset_map), retain_legacy, stats,
+                                          self._buffers)
+        entries = [reference.filter_entry(h, chunk.data, rule, self.offset_map, retain_legacy, stats)
+                   for h in chunk.headers()]
+        return fast_path.joined([e for e in entries if e is not None])
 
 
 def legacy_delete_horizon_ms(log: CleanableLog, first_dirty_offset: int) -> int:
@@ -294,5 +271,5 @@ def legacy_delete_horizon_ms(log: CleanableLog, first_dirty_offset: int) -> int:
 
 def iter_entries(segment: LogSegment) -> Iterator[BatchHeader]:
     """Every entry header of a segment, chunk by chunk."""
-    for _view, headers in fast_path.read_chunks(segment, 0):
-        yield from headers
+    for chunk in read_chunks(segment, 0):
+        yield from chunk.headers()

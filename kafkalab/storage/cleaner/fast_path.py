@@ -1,149 +1,112 @@
-"""The compiled cleaner: both phases over numpy columns, one numba kernel per step.
+"""The compiled cleaner: both phases over numpy columns, no Python object per record or batch.
 
 Theory of operation
 -------------------
 The reference path (:mod:`.reference`) builds a Python object per record and hashes each key
-with MD5 -- a few hundred thousand records a second. Here a segment is read in chunks of whole
-batches (``CHUNK_BYTES``), each chunk decoded once into columns by
-:func:`kafkalab.records.columnar.decode_columns`, and the per-record work is done by kernels::
+with MD5 -- a few hundred thousand records a second. Here a segment is read in large chunks
+(:mod:`.chunks`), each planned once into arrays, and the per-record work is done by kernels::
 
-    chunk bytes --decode_columns--> offset, timestamp, key/value spans, batch index
-      map phase:  hash_keys -> put_batches            (stops where the map fills)
-      copy phase: hash_keys -> get_offsets -> decide  (keep mask + per-batch counts)
-                  per batch:  all kept, no new horizon  -> original bytes, copied as a run
-                              some kept, uncompressed   -> rebuild_batches kernel
-                              some kept, compressed     -> reference rebuild (codec in Python)
-                              none kept                 -> empty header if RETAIN_EMPTY, else gone
+    chunk --plan_v2--> batch arrays (offsets, attributes, ...) + record columns
+      map phase:  hash_keys -> put_batches                 (stops where the map fills)
+      copy phase: hash_keys -> get_offsets -> decide       (keep mask, kept per batch)
+                  action per batch:
+                    COPY     every record kept, no new horizon: the original bytes, untouched
+                             (no re-encode, no CRC recomputed -- Kafka keeps such batches as is)
+                    REBUILD  some kept, uncompressed: rewritten by the kernel, CRC afterwards
+                    BLOB     some kept and compressed (kernel rebuild + one codec call), or an
+                             empty batch kept for an idempotent producer or the round's end
+                    DROP     nothing kept
+                  assemble: one kernel writes every COPY/REBUILD/BLOB batch, in order, into
+                  one output buffer, appended to the ``.cleaned`` segment with one write
 
-A rebuilt uncompressed batch keeps its base offset, so every kept record keeps its offset delta
-and its bytes from the offset delta on; only the record length, the attributes byte (written 0,
-as Kafka's builder does) and the timestamp delta are written anew, against the new base
-timestamp (the first kept record's, or the delete horizon). The header is the original's with
-length, attributes, timestamps and count patched; the CRC is computed last.
+A rebuilt batch keeps its base offset, so every kept record keeps its offset delta and its bytes
+from the offset delta on; only the record length, the attributes byte (written 0, as Kafka's
+builder does) and the timestamp delta are written anew, against the new base timestamp (the
+first kept record's, or the delete horizon). The header is the original's with length,
+attributes, timestamps and count patched -- the last offset delta stays (Kafka's
+``overrideLastOffset``) -- and the CRC is computed last.
 
-Chunks holding v0/v1 entries go to the reference path (one Python pass), since the columnar
-decoder reads magic 2 only.
+Python runs per chunk, plus once per batch for the CRC check and for the rare batches that
+need a :class:`BatchHeader` (transactional ones, an active producer's, the round's last, the
+empty and the compressed rebuilt ones). Chunks holding v0/v1 entries go to the reference path.
 
-Worked example: a 1 MiB chunk of 300 uncompressed batches of 50 records is one decode, two
-hash passes and two kernel calls; if 290 batches lose records, the rebuild kernel writes all
-290 in one call and Python only computes 290 CRCs and joins the pieces.
+Worked example: an 8 MiB chunk of 510 uncompressed 16 KiB batches of 1 KiB values, 300 of them
+losing a record: one plan, two hash passes, ``decide``, one ``assemble`` writing 210 batches
+by copy and 300 by rebuild, then 300 CRC calls and one ``pwrite`` of the result.
 """
 
 from __future__ import annotations
 
-import os
 import struct
-from collections.abc import Iterator
 from typing import NamedTuple
 
 import crc32c as _crc32c
 import numpy as np
 from numba import njit
 
-from kafkalab.errors import CorruptRecordError
-from kafkalab.records.columnar import RecordColumns, decode_columns, put_varint, varint_size
+from kafkalab.records.columnar import decode_v2_headers, put_varint, varint_size
+from kafkalab.records.compression import compress
 from kafkalab.records.header import (
+    COMPRESSION_CODEC_MASK,
+    DELETE_HORIZON_FLAG_MASK,
     LOG_OVERHEAD,
-    TIMESTAMP_TYPE_MASK,
     V2_ATTRIBUTES_OFFSET,
-    V2_HEADER_SIZE,
     BatchHeader,
-    Compression,
     iter_headers,
 )
-from kafkalab.records.model import Record, RecordBatch
 from kafkalab.storage.cleaner import reference
+from kafkalab.storage.cleaner.chunks import Chunk, ChunkBuffers, V2Plan, plan_v2
 from kafkalab.storage.cleaner.fast_map import FastOffsetMap, get_offsets, hash_keys, put_batches
 from kafkalab.storage.cleaner.rules import (
     BatchRetention,
     RetentionRule,
+    REBUILT_ATTRIBUTES_MASK,
     batch_retention,
     empty_batch,
-    retains_deletes,
-    _v2_attributes,
+    is_aborted,
 )
 from kafkalab.storage.cleaner.stats import CleanerStats
-from kafkalab.storage.segment import LogSegment
 
-CHUNK_BYTES = 8 * 1024 * 1024  # bytes read per step: bounds memory, amortises per-call overhead
 VARLONG_BYTES_MAX = 10  # a rebuilt record's timestamp delta may grow to this many bytes
-_SIZE = struct.Struct(">i")
-_CRC = struct.Struct(">I")
 NO_HORIZON = np.iinfo(np.int64).min
+DROP, COPY, REBUILD, BLOB = 0, 1, 2, 3  # what assemble does with each batch
+_CRC = struct.Struct(">I")
+_SIZE = struct.Struct(">i")
+CRC_POSITION = 17
+SIZE_POSITION = 8
 
 
-class Written(NamedTuple):
-    """One entry to append to the cleaned segment, with what its indexes need."""
+class Cleaned(NamedTuple):
+    """The kept entries of one chunk, ready to append, with a header per entry."""
 
-    data: bytes | memoryview
-    last_offset: int
-    max_timestamp: int
-    delete_horizon_ms: int | None
-
-
-# --- reading whole batches in chunks ----------------------------------------------------------------
-
-
-def read_chunks(segment: LogSegment, position: int) -> Iterator[tuple[bytes, list[BatchHeader]]]:
-    """Whole entries from ``position`` on, at most ``CHUNK_BYTES`` at a time (more only when a
-    single entry is larger, as Kafka's ``growBuffersOrFail`` allows)."""
-    size = segment.size_bytes
-    while position < size:
-        data = os.pread(segment.fd, min(CHUNK_BYTES, size - position), position)
-        walker = iter_headers(data)
-        headers = list(walker)
-        if not headers:
-            data = os.pread(segment.fd, _entry_bytes(segment, position), position)
-            walker = iter_headers(data)
-            headers = list(walker)
-            if not headers:
-                raise CorruptRecordError(f"no complete entry at byte {position} of {segment.log_path}",
-                                         position=position)
-        # bytes, not a memoryview: the columnar decoder's per-batch steps run twice as fast on them
-        yield (data if walker.valid_end == len(data) else data[: walker.valid_end]), headers
-        position += walker.valid_end
-
-
-def _entry_bytes(segment: LogSegment, position: int) -> int:
-    prefix = os.pread(segment.fd, LOG_OVERHEAD, position)
-    remaining = segment.size_bytes - position
-    entry = _SIZE.unpack_from(prefix, 8)[0] + LOG_OVERHEAD if len(prefix) == LOG_OVERHEAD else remaining + 1
-    if not LOG_OVERHEAD < entry <= remaining:
-        raise CorruptRecordError(
-            f"entry at byte {position} of {segment.log_path} claims {entry} bytes; {remaining} remain",
-            position=position)
-    return entry
-
-
-def _batch_first_rows(headers: list[BatchHeader]) -> np.ndarray:
-    first = np.zeros(len(headers) + 1, np.int64)
-    np.cumsum([h.records_count for h in headers], out=first[1:])
-    return first
+    data: bytes
+    headers: list[BatchHeader]
 
 
 # --- map phase --------------------------------------------------------------------------------------
 
 
-def map_chunk(view: bytes, headers: list[BatchHeader], start_offset: int, offset_map: FastOffsetMap,
-              stats: CleanerStats) -> bool:
+def map_chunk(chunk: Chunk, start_offset: int, offset_map: FastOffsetMap, stats: CleanerStats) -> bool:
     """Map one chunk's keys; True when the map filled up inside it."""
-    stats.map_bytes_read += len(view)
-    if any(h.magic < 2 for h in headers):
+    stats.map_bytes_read += len(chunk.data)
+    if not chunk.is_v2:
         stats.legacy_chunks += 1
-        return any(reference.map_batch(h, view, start_offset, offset_map, stats) for h in headers)
-    cols = decode_columns(view)
-    h1, h2 = hash_keys(cols.data, cols.key_start, cols.key_length)
-    last_offsets = np.array([h.last_offset for h in headers], np.int64)
-    mappable = np.array([not h.is_control for h in headers], np.bool_)  # + not aborted (no txns yet)
+        return any(reference.map_batch(h, chunk.data, start_offset, offset_map, stats) for h in chunk.headers())
+    plan = plan_v2(chunk)
+    records = plan.records
+    h1, h2 = hash_keys(plan.data, records.key_start, records.key_length)
+    mappable = ~plan.is_control
+    for b in np.flatnonzero(plan.is_transactional & mappable).tolist():
+        mappable[b] = not is_aborted(plan.header(b))  # the transactions hook; never true yet
     size, latest, full, mapped = put_batches(
-        offset_map.table, offset_map.size, offset_map.max_entries, h1, h2, cols.offset, cols.key_length,
-        _batch_first_rows(headers), last_offsets, mappable, start_offset, offset_map.latest_offset)
+        offset_map.table, offset_map.size, offset_map.max_entries, h1, h2, records.offset, records.key_length,
+        plan.first, plan.last_offset, mappable, start_offset, offset_map.latest_offset)
     offset_map.size, offset_map.latest_offset = int(size), int(latest)
     stats.map_records += int(mapped)
     return bool(full)
 
 
-# --- copy phase -------------------------------------------------------------------------------------
+# --- copy phase: kernels ----------------------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -202,191 +165,207 @@ def _put_be(out, p, value, width):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def rebuild_batches(data, batches, positions, ends, first, keep, timestamp, horizons, attributes,
-                    log_append, out):  # pragma: no cover - compiled
-    """Write each listed uncompressed batch with only its kept records into ``out``.
+def _rebuild(data, header_at, region_at, lo, hi, keep, timestamp, horizon, attributes, log_append,
+             out, q):  # pragma: no cover - compiled
+    """Write one batch with only its kept records (uncompressed records) at ``out[q:]``.
 
-    Returns (end position in ``out`` per batch, new max timestamp per batch)."""
-    out_ends = np.empty(len(batches), np.int64)
-    max_ts = np.empty(len(batches), np.int64)
+    Returns the end position in ``out``."""
+    start = q
+    out[q : q + 61] = data[header_at : header_at + 61]
+    q += 61
+    base_ts = horizon
+    newest = np.int64(-1)
+    count = 0
+    p = region_at
+    for i in range(lo, hi):
+        length, body = _varint_at(data, p)
+        rec_end = body + length
+        if keep[i]:
+            if count == 0 and base_ts == NO_HORIZON:
+                base_ts = timestamp[i]
+            _old_delta, rest = _varint_at(data, body + 1)
+            delta = timestamp[i] - base_ts
+            q = put_varint(out, q, 1 + varint_size(delta) + (rec_end - rest))
+            out[q] = 0
+            q = put_varint(out, q + 1, delta)
+            out[q : q + rec_end - rest] = data[rest:rec_end]
+            q += rec_end - rest
+            newest = max(newest, timestamp[i])
+            count += 1
+        p = rec_end
+    _put_be(out, start + 8, q - start - 12, 4)
+    _put_be(out, start + 21, attributes, 2)
+    _put_be(out, start + 27, base_ts, 8)
+    if not log_append:
+        _put_be(out, start + 35, newest, 8)
+    _put_be(out, start + 57, count, 4)
+    return q
+
+
+@njit(cache=True)
+def assemble(data, position, size, region, first, keep, timestamp, action, horizons, attributes,
+             log_append, blobs, blob_at, out):  # pragma: no cover - compiled
+    """Write every batch whose action is not DROP, in order, into ``out``.
+
+    Returns (start of each written batch in ``out``, bytes written, whether each was rebuilt)."""
+    written = np.empty(len(action), np.int64)
+    rebuilt = np.zeros(len(action), np.bool_)
+    m = 0
     q = 0
-    for j in range(len(batches)):
-        b = batches[j]
-        start = q
-        out[q : q + 61] = data[positions[b] : positions[b] + 61]
-        q += 61
-        base_ts = horizons[j]
-        newest = np.int64(-1)
-        count = 0
-        p = positions[b] + 61
-        for i in range(first[b], first[b + 1]):
-            length, body = _varint_at(data, p)
-            rec_end = body + length
-            if keep[i]:
-                if count == 0 and base_ts == NO_HORIZON:
-                    base_ts = timestamp[i]
-                _old_delta, rest = _varint_at(data, body + 1)
-                delta = timestamp[i] - base_ts
-                new_length = 1 + varint_size(delta) + (rec_end - rest)
-                q = put_varint(out, q, new_length)
-                out[q] = 0
-                q = put_varint(out, q + 1, delta)
-                out[q : q + rec_end - rest] = data[rest:rec_end]
-                q += rec_end - rest
-                newest = max(newest, timestamp[i])
-                count += 1
-            p = rec_end
-        _put_be(out, start + 8, q - start - 12, 4)
-        _put_be(out, start + 21, attributes[j], 2)
-        _put_be(out, start + 27, base_ts, 8)
-        if not log_append[b]:
-            _put_be(out, start + 35, newest, 8)
-        _put_be(out, start + 57, count, 4)
-        out_ends[j] = q
-        max_ts[j] = newest
-    return out_ends, max_ts
+    for b in range(len(action)):
+        a = action[b]
+        if a == DROP:
+            continue
+        written[m] = q
+        if a == COPY:
+            out[q : q + size[b]] = data[position[b] : position[b] + size[b]]
+            q += size[b]
+        elif a == REBUILD:
+            q = _rebuild(data, position[b], region[b], first[b], first[b + 1], keep, timestamp, horizons[b],
+                         attributes[b], log_append[b], out, q)
+            rebuilt[m] = True
+        else:
+            n = blob_at[b + 1] - blob_at[b]
+            out[q : q + n] = blobs[blob_at[b] : blob_at[b + 1]]
+            q += n
+        m += 1
+    return written[:m], q, rebuilt[:m]
 
 
-def filter_chunk(view: bytes, headers: list[BatchHeader], rule: RetentionRule, offset_map: FastOffsetMap,
-                 retain_legacy_deletes: bool, stats: CleanerStats) -> list[Written]:
+# --- copy phase: one chunk ----------------------------------------------------------------------------
+
+
+def filter_chunk(chunk: Chunk, rule: RetentionRule, offset_map: FastOffsetMap, retain_legacy_deletes: bool,
+                 stats: CleanerStats, buffers: ChunkBuffers) -> Cleaned:
     """The entries to keep from one chunk, in order."""
-    if any(h.magic < 2 for h in headers):
+    if not chunk.is_v2:
         stats.legacy_chunks += 1
-        return _filter_reference(view, headers, rule, offset_map, retain_legacy_deletes, stats)
-    cols = decode_columns(view)
-    first = _batch_first_rows(headers)
-    retention = [batch_retention(h, rule) for h in headers]
-    h1, h2 = hash_keys(cols.data, cols.key_start, cols.key_length)
-    found = get_offsets(offset_map.table, h1, h2, cols.key_length)
+        entries = [reference.filter_entry(h, chunk.data, rule, offset_map, retain_legacy_deletes, stats)
+                   for h in chunk.headers()]
+        return joined([e for e in entries if e is not None])
+    plan = plan_v2(chunk)
+    records = plan.records
+    retain_empty, discard = _batch_retention(plan, rule)
+    retain_deletes = ~plan.has_delete_horizon | (rule.now_ms < plan.base_timestamp)
+    h1, h2 = hash_keys(plan.data, records.key_start, records.key_length)
+    found = get_offsets(offset_map.table, h1, h2, records.key_length)
     keep, kept, tombstones, unkeyed, removed = decide(
-        cols.offset, cols.key_length, cols.value_length, found, first,
-        np.array([d for _, d in retention], np.bool_), np.array([h.is_control for h in headers], np.bool_),
-        np.array([retains_deletes(h, rule.now_ms, True) for h in headers], np.bool_), offset_map.latest_offset)
+        records.offset, records.key_length, records.value_length, found, plan.first, discard, plan.is_control,
+        retain_deletes, offset_map.latest_offset)
     stats.unkeyed_removed += int(unkeyed)
     stats.tombstones_removed += int(removed)
-    stats.records_read += len(cols)
+    stats.records_read += len(records.offset)
     stats.records_kept += int(kept.sum())
-    counts = np.diff(first)
-    has_horizon = np.array([h.has_delete_horizon for h in headers], np.bool_)
-    needs_horizon = (tombstones > 0) & ~has_horizon
-    whole = (kept == counts) & ~needs_horizon & (kept > 0)
-    rebuilt = _rebuild_all(view, cols, headers, first, keep, kept, whole, needs_horizon, rule, stats)
-    return _assemble(view, headers, retention, kept, whole, rebuilt, stats)
+    needs_horizon = (tombstones > 0) & ~plan.has_delete_horizon
+    whole = (kept == plan.records_count) & ~needs_horizon & (kept > 0)
+    partial = (kept > 0) & ~whole
+    stats.batches_rewritten += int(partial.sum())
+    horizons = np.where(needs_horizon, rule.now_ms + rule.delete_retention_ms,
+                        np.where(plan.has_delete_horizon, plan.base_timestamp, NO_HORIZON))
+    new_attributes = _new_attributes(plan, horizons)
+    action = np.where(whole, COPY, np.where(partial & ~plan.is_compressed, REBUILD, DROP)).astype(np.int8)
+    blobs = _blobs(plan, keep, partial & plan.is_compressed, (kept == 0) & retain_empty, horizons,
+                   new_attributes, action, stats)
+    return _write(plan, keep, action, horizons, new_attributes, blobs, buffers)
 
 
-def _rebuild_all(view: bytes, cols: RecordColumns, headers: list[BatchHeader], first: np.ndarray,
-                 keep: np.ndarray, kept: np.ndarray, whole: np.ndarray, needs_horizon: np.ndarray,
-                 rule: RetentionRule, stats: CleanerStats) -> dict[int, Written]:
-    """Rebuild every batch that keeps some but not all of its records (or needs a horizon)."""
-    partial = np.flatnonzero(~whole & (kept > 0))
-    rebuilt: dict[int, Written] = {}
-    if not len(partial):
-        return rebuilt
-    stats.batches_rewritten += len(partial)
-    new_horizon = rule.now_ms + rule.delete_retention_ms
-    plain: list[int] = []
-    for b in partial.tolist():
-        header = headers[b]
-        horizon = new_horizon if needs_horizon[b] else header.delete_horizon_ms
-        if header.compression is Compression.NONE:
-            plain.append(b)
-            continue
-        batch = RecordBatch(header, tuple(_records(cols, header, first, keep, b)))
-        data = reference.rebuild(batch, batch.records, horizon)
-        rebuilt[b] = Written(data, header.last_offset, _max_timestamp(data), horizon)
-    if plain:
-        rebuilt.update(_rebuild_plain(view, cols, headers, first, keep, plain, needs_horizon, new_horizon))
-    return rebuilt
+def _batch_retention(plan: V2Plan, rule: RetentionRule) -> tuple[np.ndarray, np.ndarray]:
+    """(retain empty, discard) per batch. Only transactional batches, active producers' batches
+    and the round's last batch can differ from (False, False); those go through
+    :func:`~.rules.batch_retention` with a real header."""
+    n = len(plan.position)
+    retain_empty = np.zeros(n, np.bool_)
+    discard = np.zeros(n, np.bool_)
+    special = plan.is_transactional | (plan.last_offset + 1 == rule.upper_bound_offset)
+    active = np.array([pid for pid in rule.active_producers if pid >= 0], np.int64)
+    if len(active):
+        special |= np.isin(plan.producer_id, active)
+    for b in np.flatnonzero(special).tolist():
+        retention, discard[b] = batch_retention(plan.header(b), rule)
+        retain_empty[b] = retention is BatchRetention.RETAIN_EMPTY
+    return retain_empty, discard
 
 
-def _rebuild_plain(view: bytes, cols: RecordColumns, headers: list[BatchHeader], first: np.ndarray,
-                   keep: np.ndarray, plain: list[int], needs_horizon: np.ndarray,
-                   new_horizon: int) -> dict[int, Written]:
-    horizons = [new_horizon if needs_horizon[b] else headers[b].delete_horizon_ms for b in plain]
-    capacity = sum(headers[b].size_bytes for b in plain) + VARLONG_BYTES_MAX * int(
-        sum(headers[b].records_count for b in plain))
-    out = np.empty(capacity, np.uint8)
-    batches = np.array(plain, np.int64)
-    ends, max_ts = rebuild_batches(
-        cols.data, batches, np.array([h.position for h in headers], np.int64),
-        np.array([h.end_position for h in headers], np.int64), first, keep, cols.timestamp,
-        np.array([NO_HORIZON if h is None else h for h in horizons], np.int64),
-        np.array([_v2_attributes(headers[b], h is not None) for b, h in zip(plain, horizons)], np.int64),
-        np.array([h.attributes & TIMESTAMP_TYPE_MASK != 0 for h in headers], np.bool_), out)
-    buf = out.data.cast("B")
-    result = {}
-    start = 0
-    for j, b in enumerate(plain):
-        end = int(ends[j])
-        _CRC.pack_into(buf, start + 17, _crc32c.crc32c(buf[start + V2_ATTRIBUTES_OFFSET : end]))
-        header = headers[b]
-        newest = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else int(max_ts[j])
-        result[b] = Written(buf[start:end], header.last_offset, newest, horizons[j])
-        start = end
-    return result
+def _new_attributes(plan: V2Plan, horizons: np.ndarray) -> np.ndarray:
+    """Each batch's attributes if rebuilt (:func:`~.rules.rebuilt_attributes`, per batch)."""
+    return (plan.attributes & REBUILT_ATTRIBUTES_MASK) | np.where(horizons != NO_HORIZON, DELETE_HORIZON_FLAG_MASK, 0)
 
 
-def _records(cols: RecordColumns, header: BatchHeader, first: np.ndarray, keep: np.ndarray, b: int) -> list[Record]:
-    rows = [i for i in range(int(first[b]), int(first[b + 1])) if keep[i]]
-    return [
-        Record(int(cols.offset[i]), int(cols.timestamp[i]),
-               cols._span(int(cols.key_start[i]), int(cols.key_length[i])),
-               cols._span(int(cols.value_start[i]), int(cols.value_length[i])), cols.headers_of(i))
-        for i in rows
-    ]
+def _blobs(plan: V2Plan, keep: np.ndarray, compressed: np.ndarray, empty: np.ndarray, horizons: np.ndarray,
+           attributes: np.ndarray, action: np.ndarray, stats: CleanerStats) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes of the batches built in Python (compressed rebuilt ones, kept empty ones), laid
+    end to end, and where batch b's bytes start (``blob_at[b]:blob_at[b + 1]``)."""
+    pieces: dict[int, bytes] = {}
+    for b in np.flatnonzero(compressed).tolist():
+        pieces[b] = _rebuild_compressed(plan, keep, b, int(horizons[b]), int(attributes[b]))
+    for b in np.flatnonzero(empty).tolist():
+        stats.empty_batches_kept += 1
+        pieces[b] = empty_batch(plan.header(b))
+    lengths = np.zeros(len(action) + 1, np.int64)
+    for b, piece in pieces.items():
+        lengths[b + 1] = len(piece)
+        action[b] = BLOB
+    blob_at = np.cumsum(lengths)
+    ordered = b"".join(pieces[b] for b in sorted(pieces))
+    return np.frombuffer(ordered, np.uint8) if ordered else np.zeros(1, np.uint8), blob_at
 
 
-def _max_timestamp(batch: bytes) -> int:
-    return int(struct.unpack_from(">q", batch, 35)[0])
+def _rebuild_compressed(plan: V2Plan, keep: np.ndarray, b: int, horizon: int, attributes: int) -> bytes:
+    """Rebuild batch b's kept records with the kernel, then compress them with its own codec."""
+    lo, hi = int(plan.first[b]), int(plan.first[b + 1])
+    region_bytes = int(plan.region_end[b] - plan.region_start[b])
+    out = np.empty(61 + region_bytes + VARLONG_BYTES_MAX * (hi - lo), np.uint8)
+    end = _rebuild(plan.data, int(plan.position[b]), int(plan.region_start[b]), lo, hi, keep,
+                   plan.records.timestamp, horizon, attributes, bool(plan.log_append_time[b]), out, 0)
+    body = compress(attributes & COMPRESSION_CODEC_MASK, out[61:end].tobytes())
+    header = bytearray(out[:61].tobytes())
+    _SIZE.pack_into(header, SIZE_POSITION, 61 - LOG_OVERHEAD + len(body))
+    _CRC.pack_into(header, CRC_POSITION, _crc32c.crc32c(body, _crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:]))))
+    return bytes(header) + body
 
 
-def _assemble(view: bytes, headers: list[BatchHeader], retention: list[tuple[BatchRetention, bool]],
-              kept: np.ndarray, whole: np.ndarray, rebuilt: dict[int, Written],
-              stats: CleanerStats) -> list[Written]:
-    """Runs of whole batches become one slice each; the rest come from ``rebuilt`` or are empty."""
-    out: list[Written] = []
-    run_start = -1
-    whole_list = whole.tolist()
-    kept_list = kept.tolist()
-    for b, header in enumerate(headers):
-        if whole_list[b]:
-            if run_start < 0:
-                run_start = b
-            continue
-        if run_start >= 0:
-            out.append(_run(view, headers, run_start, b))
-            run_start = -1
-        if b in rebuilt:
-            out.append(rebuilt[b])
-        elif kept_list[b] == 0 and retention[b][0] is BatchRetention.RETAIN_EMPTY:
-            stats.empty_batches_kept += 1
-            out.append(Written(empty_batch(header), header.last_offset, header.max_timestamp, None))
-    if run_start >= 0:
-        out.append(_run(view, headers, run_start, len(headers)))
-    return out
+def _write(plan: V2Plan, keep: np.ndarray, action: np.ndarray, horizons: np.ndarray, attributes: np.ndarray,
+           blobs: tuple[np.ndarray, np.ndarray], buffers: ChunkBuffers) -> Cleaned:
+    blob, blob_at = blobs
+    rebuilds = action == REBUILD
+    capacity = (int(plan.size[(action == COPY) | rebuilds].sum()) + int(blob_at[-1])
+                + VARLONG_BYTES_MAX * int(plan.records_count[rebuilds].sum()))
+    out = buffers.out_buffer(max(capacity, 1))
+    starts, end, rebuilt = assemble(plan.data, plan.position, plan.size, plan.region_start, plan.first, keep,
+                                    plan.records.timestamp, action, horizons, attributes, plan.log_append_time,
+                                    blob, blob_at, out)
+    assert end <= capacity, (end, capacity)
+    bounds = np.append(starts, end)
+    patch = np.flatnonzero(rebuilt)
+    if len(patch):
+        view = memoryview(out.data)
+        crc = _crc32c.crc32c
+        crcs = [crc(view[s:e]) for s, e in zip((bounds[patch] + V2_ATTRIBUTES_OFFSET).tolist(), bounds[patch + 1].tolist())]
+        _put_crcs(out, bounds[patch] + CRC_POSITION, np.array(crcs, np.int64))
+    return Cleaned(out[:end].tobytes(), _headers(out, starts))
 
 
-def _run(view: bytes, headers: list[BatchHeader], lo: int, hi: int) -> Written:
-    run = headers[lo:hi]
-    horizons = [h.delete_horizon_ms for h in run if h.delete_horizon_ms is not None]
-    return Written(view[run[0].position : run[-1].end_position], run[-1].last_offset,
-                   max(h.max_timestamp for h in run), min(horizons) if horizons else None)
+@njit(cache=True)
+def _put_crcs(out, at, crcs):  # pragma: no cover - compiled
+    for j in range(len(at)):
+        _put_be(out, at[j], crcs[j], 4)
 
 
-def _filter_reference(view: bytes, headers: list[BatchHeader], rule: RetentionRule,
-                      offset_map: FastOffsetMap, retain_legacy_deletes: bool, stats: CleanerStats) -> list[Written]:
-    out = []
-    for header in headers:
-        entry = reference.filter_entry(header, view, rule, offset_map, retain_legacy_deletes, stats)
-        if entry is not None:
-            out.append(written_entry(entry))
-    return out
+def _headers(out: np.ndarray, starts: np.ndarray) -> list[BatchHeader]:
+    """A :class:`BatchHeader` per written batch, read back from the written bytes."""
+    if not len(starts):
+        return []
+    heads = decode_v2_headers(out, starts)
+    columns = [heads[name].tolist() for name in (
+        "base_offset", "last_offset_delta", "batch_length", "crc", "attributes", "partition_leader_epoch",
+        "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "records_count")]
+    return [BatchHeader(p, base, base + delta, length + LOG_OVERHEAD, 2, crc, attrs & 0xFFFF, epoch, bts, mts,
+                        pid, pepoch, seq, count)
+            for p, base, delta, length, crc, attrs, epoch, bts, mts, pid, pepoch, seq, count
+            in zip(starts.tolist(), *columns)]
 
 
-def written_entry(entry: bytes) -> Written:
-    """Describe one entry built by the reference path."""
-    header = next(iter(iter_headers(entry)))
-    return Written(entry, header.last_offset, header.max_timestamp, header.delete_horizon_ms)
-
-
-assert V2_HEADER_SIZE == 61
+def joined(entries: list[bytes]) -> Cleaned:
+    """Entries built one by one (the reference and legacy paths) as one :class:`Cleaned`."""
+    data = b"".join(entries)
+    return Cleaned(data, list(iter_headers(data)))

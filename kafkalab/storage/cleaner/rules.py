@@ -129,17 +129,20 @@ def retains_deletes(header: BatchHeader, now_ms: int, retain_legacy_deletes: boo
     return horizon is None or now_ms < horizon
 
 
-def _v2_attributes(header: BatchHeader, has_delete_horizon: bool) -> int:
-    kept = header.attributes & (COMPRESSION_CODEC_MASK | TIMESTAMP_TYPE_MASK
-                                | TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)
-    return kept | (DELETE_HORIZON_FLAG_MASK if has_delete_horizon else 0)
+REBUILT_ATTRIBUTES_MASK = COMPRESSION_CODEC_MASK | TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
+
+
+def rebuilt_attributes(attributes: int, has_delete_horizon: bool) -> int:
+    """A rebuilt v2 batch's attributes: codec, timestamp type, transactional and control bits
+    kept, the delete-horizon bit set when it carries one."""
+    return (attributes & REBUILT_ATTRIBUTES_MASK) | (DELETE_HORIZON_FLAG_MASK if has_delete_horizon else 0)
 
 
 def empty_batch(header: BatchHeader) -> bytes:
     """A batch with no records that keeps the producer fields and offsets of ``header``
     (Kafka's ``DefaultRecordBatch.writeEmptyHeader``): uncompressed, no delete horizon, both
     timestamps set to the original max timestamp."""
-    attributes = _v2_attributes(header, False) & ~COMPRESSION_CODEC_MASK
+    attributes = rebuilt_attributes(header.attributes, False) & ~COMPRESSION_CODEC_MASK
     raw = bytearray(_V2_HEADER.pack(
         header.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD, header.partition_leader_epoch, 2, 0,
         attributes, header.last_offset - header.base_offset, header.max_timestamp,
