@@ -43,6 +43,8 @@ from typing import NamedTuple
 import crc32c as _crc32c
 import numpy as np
 from numba import njit
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 from kafkalab.records.columnar import decode_v2_headers, put_varint, varint_size
 from kafkalab.records.compression import compress
@@ -143,6 +145,25 @@ def decide(offset, key_length, value_length, found, first, discard, control, ret
     return keep, kept, tombstones, unkeyed, removed_tombstones
 
 
+@intrinsic
+def copy_bytes(typingctx, dst, dst_at, src, src_at, count):  # pragma: no cover - compiled
+    """``dst[dst_at:dst_at + count] = src[src_at:src_at + count]`` as one ``memcpy``.
+
+    numba compiles a slice assignment into a byte loop (~1.5 GB/s here); copying kept records
+    and whole batches is most of a clean's work, so it gets the C library's copy (~10 GB/s).
+    Callers guarantee both ranges are in bounds, as for any compiled slice."""
+    sig = types.void(dst, dst_at, src, src_at, count)
+
+    def codegen(context, builder, signature, args):
+        d, d_at, s, s_at, n = args
+        d_ptr = builder.gep(context.make_array(signature.args[0])(context, builder, d).data, [d_at])
+        s_ptr = builder.gep(context.make_array(signature.args[2])(context, builder, s).data, [s_at])
+        cgutils.raw_memcpy(builder, d_ptr, s_ptr, n, 1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @njit(cache=True, inline="always")
 def _varint_at(data, p):  # pragma: no cover - compiled
     """(zigzag-decoded value, next position) of the varint/varlong at ``p``."""
@@ -171,7 +192,7 @@ def _rebuild(data, header_at, region_at, lo, hi, keep, timestamp, horizon, attri
 
     Returns the end position in ``out``."""
     start = q
-    out[q : q + 61] = data[header_at : header_at + 61]
+    copy_bytes(out, q, data, header_at, 61)
     q += 61
     base_ts = horizon
     newest = np.int64(-1)
@@ -188,7 +209,7 @@ def _rebuild(data, header_at, region_at, lo, hi, keep, timestamp, horizon, attri
             q = put_varint(out, q, 1 + varint_size(delta) + (rec_end - rest))
             out[q] = 0
             q = put_varint(out, q + 1, delta)
-            out[q : q + rec_end - rest] = data[rest:rec_end]
+            copy_bytes(out, q, data, rest, rec_end - rest)
             q += rec_end - rest
             newest = max(newest, timestamp[i])
             count += 1
@@ -218,7 +239,7 @@ def assemble(data, position, size, region, first, keep, timestamp, action, horiz
             continue
         written[m] = q
         if a == COPY:
-            out[q : q + size[b]] = data[position[b] : position[b] + size[b]]
+            copy_bytes(out, q, data, position[b], size[b])
             q += size[b]
         elif a == REBUILD:
             q = _rebuild(data, position[b], region[b], first[b], first[b + 1], keep, timestamp, horizons[b],
@@ -226,7 +247,7 @@ def assemble(data, position, size, region, first, keep, timestamp, action, horiz
             rebuilt[m] = True
         else:
             n = blob_at[b + 1] - blob_at[b]
-            out[q : q + n] = blobs[blob_at[b] : blob_at[b + 1]]
+            copy_bytes(out, q, blobs, blob_at[b], n)
             q += n
         m += 1
     return written[:m], q, rebuilt[:m]
