@@ -33,6 +33,7 @@ from typing import Protocol
 
 from kafkalab.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, read_offsets, write_offsets
 from kafkalab.storage.cleaner.cleaner import CleanableLog, Cleaner, CleanResult
+from kafkalab.storage.events import Listener, LogEvent, Truncated
 from kafkalab.storage.log_config import LONG_MAX
 from kafkalab.storage.retention import largest_timestamp_ms
 
@@ -49,6 +50,12 @@ class ManagedLog(CleanableLog, Protocol):
 
     @property
     def log_end_offset(self) -> int: ...
+
+
+class WatchedLog(ManagedLog, Protocol):
+    """A log that announces its events (``Log.subscribe``)."""
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,13 +171,24 @@ class LogCleaner:
         self.cleaner = cleaner or Cleaner(dedupe_buffer_bytes, load_factor)
 
     def filthiest(self, logs: Sequence[ManagedLog]) -> LogToClean | None:
-        """The cleanable compacted log with the highest dirty ratio (``grabFilthiestCompactedLog``)."""
+        """The cleanable compacted log with the highest dirty ratio (``grabFilthiestCompactedLog``).
+
+        A log is cleanable when its dirty ratio is above ``min.cleanable.dirty.ratio``, or when
+        ``max.compaction.lag.ms`` has passed for its oldest dirty record and it has dirty bytes;
+        ``min.compaction.lag.ms`` has already shrunk its dirty section (:func:`cleanable_offsets`).
+        A stored checkpoint outside the log (below its start or past its end) is reset to the
+        first dirty offset, as Kafka's ``forceUpdateCheckpoint`` does."""
         now_ms = self._now_ms()
-        candidates = [
-            log_to_clean(log, self.checkpoint.get(log.topic, log.partition), now_ms)
-            for log in logs
-            if is_compacted(log)
-        ]
+        candidates = []
+        for log in logs:
+            if not is_compacted(log):
+                continue
+            stored = self.checkpoint.get(log.topic, log.partition)
+            candidate = log_to_clean(log, stored, now_ms)
+            if stored is not None and stored != candidate.first_dirty_offset:
+                self.checkpoint.update(log.topic, log.partition, candidate.first_dirty_offset)
+            if candidate.clean_bytes + candidate.dirty_bytes > 0:  # Kafka skips empty logs
+                candidates.append(candidate)
         cleanable = [c for c in candidates if c.cleanable]
         return max(cleanable, key=lambda c: c.dirty_ratio, default=None)
 
@@ -198,6 +216,16 @@ class LogCleaner:
             return False
         self.checkpoint.update(log.topic, log.partition, offset)
         return True
+
+    def watch(self, log: WatchedLog) -> Callable[[], None]:
+        """Follow ``log``'s truncations from now on (Kafka's ``LogManager.truncateTo`` calls
+        ``maybeTruncateCheckpoint`` itself; kafkalab's ``Log`` announces a truncation as a
+        :class:`~kafkalab.storage.events.Truncated` event). Returns a function that stops it."""
+        def on_event(event: LogEvent) -> None:
+            if isinstance(event, Truncated):
+                self.after_truncation(log)
+
+        return log.subscribe(on_event)
 
     def after_truncation(self, log: ManagedLog) -> bool:
         """The hook for ``Log.truncate_to`` / ``truncate_fully_and_start_at`` callers (Kafka's

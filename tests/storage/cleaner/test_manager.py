@@ -84,3 +84,59 @@ def test_truncation_moves_the_checkpoint_down_to_the_active_segment(make_log) ->
     assert cleaner.after_truncation(fx.log)
     assert CleanerCheckpoint(fx.root).get("t", 0) == fx.log.segments[-1].base_offset <= 3
     assert not cleaner.maybe_truncate_checkpoint(fx.log, 5)  # never moves up
+
+
+def test_watched_log_truncation_moves_the_checkpoint_without_a_call(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100"})
+    fill(fx, 8)
+    cleaner = LogCleaner(fx.root, fx.clock.milliseconds)
+    stop = cleaner.watch(fx.log)
+    cleaner.force_clean(fx.log)
+    assert cleaner.checkpoint.get("t", 0) == 7
+    fx.log.truncate_to(3)  # a follower diverged: the log announces it, the cleaner follows
+    assert CleanerCheckpoint(fx.root).get("t", 0) == fx.log.segments[-1].base_offset <= 3
+    fx.log.truncate_fully_and_start_at(50)
+    assert cleaner.checkpoint.get("t", 0) <= 3  # 50 is above: a checkpoint never moves up
+    stop()
+    cleaner.checkpoint.update("t", 0, 50)
+    fx.log.truncate_fully_and_start_at(10)
+    assert cleaner.checkpoint.get("t", 0) == 50  # no longer watched
+
+
+def test_filthiest_resets_a_checkpoint_outside_the_log(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100"})
+    fill(fx, 5)
+    cleaner = LogCleaner(fx.root, fx.clock.milliseconds)
+    cleaner.checkpoint.update("t", 0, 99)  # past the log end (Kafka: forceUpdateCheckpoint)
+    chosen = cleaner.filthiest([fx.log])
+    assert chosen is not None and chosen.first_dirty_offset == 0
+    assert CleanerCheckpoint(fx.root).get("t", 0) == 0
+
+
+def test_filthiest_waits_for_min_compaction_lag(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100", "min.compaction.lag.ms": "1000"})
+    fill(fx, 5)
+    cleaner = LogCleaner(fx.root, fx.clock.milliseconds)
+    young = log_to_clean(fx.log, None, fx.clock.milliseconds())
+    assert young.first_uncleanable_offset == 0 and young.dirty_bytes == 0
+    assert cleaner.filthiest([fx.log]) is None  # every record is younger than the lag
+    fx.clock.advance_ms(1001)
+    chosen = cleaner.filthiest([fx.log])
+    assert chosen is not None and (chosen.first_dirty_offset, chosen.first_uncleanable_offset) == (0, 4)
+
+
+def test_filthiest_skips_empty_logs_and_prefers_the_higher_ratio(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    empty = LogFixture(tmp_path, **{"segment.bytes": "100"})
+    half = LogFixture(tmp_path, **{"segment.bytes": "100", "min.cleanable.dirty.ratio": "0.1"})
+    half.directory = tmp_path / "h-0"
+    half.reopen()
+    fill(half, 5)
+    most = LogFixture(tmp_path, **{"segment.bytes": "100", "min.cleanable.dirty.ratio": "0.1"})
+    most.directory = tmp_path / "m-0"
+    most.reopen()
+    fill(most, 5)
+    cleaner = LogCleaner(tmp_path, half.clock.milliseconds)
+    cleaner.checkpoint.update("h", 0, 2)  # ratio 0.5
+    cleaner.checkpoint.update("m", 0, 1)  # ratio 0.75
+    chosen = cleaner.filthiest([empty.log, half.log, most.log])
+    assert chosen is not None and chosen.log is most.log and chosen.dirty_ratio == 0.75
