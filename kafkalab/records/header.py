@@ -104,6 +104,7 @@ class TimestampType(enum.IntEnum):
 
 # The highest codec id each magic can carry: zstd arrived with v2 only (KIP-110).
 MAX_CODEC_FOR_MAGIC = {0: Compression.LZ4, 1: Compression.LZ4, 2: Compression.ZSTD}
+_V2_CODEC_MAX = int(Compression.ZSTD)
 
 
 class BatchHeader(NamedTuple):
@@ -175,6 +176,11 @@ class BatchHeader(NamedTuple):
         return self.position + self.size_bytes
 
 
+# Builds a BatchHeader from a ready tuple of its 14 fields, in field order, without the
+# generated keyword-handling ``__new__``: ~0.2 us instead of ~0.4 us, once per appended batch.
+_new_header = tuple.__new__
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
     """Sequence numbers wrap from INT32_MAX to 0 (Kafka's ``DefaultRecordBatch.incrementSequence``)."""
     if sequence == NO_SEQUENCE:
@@ -228,7 +234,7 @@ def _read_v2(buf: Buffer, position: int) -> BatchHeader:
     # One combined test on the hot path (every appended batch); the detailed checks below only
     # run to say which rule a bad header broke.
     if not (V2_HEADER_SIZE <= size_bytes <= len(buf) - position and last_offset_delta >= 0
-            and count >= 0 and attributes & COMPRESSION_CODEC_MASK <= MAX_CODEC_FOR_MAGIC[2]):
+            and count >= 0 and attributes & COMPRESSION_CODEC_MASK <= _V2_CODEC_MAX):
         _check_minimum_size(size, magic, position)
         _check_fits(buf, position, size_bytes)
         _check_codec(attributes, magic, position)
@@ -236,11 +242,11 @@ def _read_v2(buf: Buffer, position: int) -> BatchHeader:
             f"negative lastOffsetDelta {last_offset_delta} or recordsCount {count}",
             position=position,
         )
-    return BatchHeader(
+    return _new_header(BatchHeader, (
         position, base_offset, base_offset + last_offset_delta, size_bytes, magic, crc,
         attributes & 0xFFFF, epoch, base_ts, max_ts, producer_id, producer_epoch,
         base_sequence, count,
-    )
+    ))
 
 
 def _read_legacy(buf: Buffer, position: int, size_bytes: int) -> BatchHeader:

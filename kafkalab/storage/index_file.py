@@ -24,8 +24,9 @@ reopen. An index is 8 or 12 bytes per
 from __future__ import annotations
 
 import mmap
-import weakref
 import os
+import struct
+import weakref
 from pathlib import Path
 from typing import ClassVar
 
@@ -39,6 +40,21 @@ INDEX_FILE_BYTES_MAX = 2**31 - 1
 # Entries are read back in one pread; partial reads are retried at most this many times.
 READ_RETRIES_MAX = 16
 INITIAL_CAPACITY = 64
+
+
+def _writable_map(fd: int, length_bytes: int) -> mmap.mmap:
+    """A shared, writable map of an index file, with the kernel's read-ahead turned off.
+
+    The preallocated tail of a new index is a hole. Without ``MADV_RANDOM`` the first entry
+    written faults in a whole read-ahead window (``read_ahead_kb``, often several MiB) of
+    zero-filled pages: measured at 2-13 ms per new segment on a host with 8 MiB read-ahead,
+    against ~60 us with the advice. Entries are appended one at a time and searched at
+    random, so read-ahead never helps an index.
+    """
+    view = mmap.mmap(fd, length_bytes)
+    if hasattr(mmap, "MADV_RANDOM"):  # not on Windows
+        view.madvise(mmap.MADV_RANDOM)
+    return view
 
 
 def read_exact(fd: int, size_bytes: int, position: int) -> bytes:
@@ -65,6 +81,7 @@ class IndexFile:
     """
 
     ENTRY_SIZE: ClassVar[int]
+    ENTRY: ClassVar[struct.Struct]  # the on-disk layout of one entry, big-endian
     DTYPE: ClassVar[np.dtype]
     KIND: ClassVar[str]
 
@@ -154,7 +171,7 @@ class IndexFile:
         values[: self._count] = self._values[: self._count]
         self._keys, self._values = keys, values
 
-    def _append_entry(self, key: int, value: int, encoded: bytes) -> None:
+    def _append_entry(self, key: int, value: int) -> None:
         # Callers check is_full first and raise a typed error; reaching here full is a bug.
         count = self._count
         assert count < self._max_entries, f"append to a full {self.KIND} {self.path}"
@@ -162,9 +179,8 @@ class IndexFile:
             self._grow(min(2 * count, max(self._max_entries, 1)))
         view = self._map
         if view is None:
-            view = self._map = mmap.mmap(self._fd, self._length_bytes)
-        start = count * self.ENTRY_SIZE
-        view[start : start + self.ENTRY_SIZE] = encoded
+            view = self._map = _writable_map(self._fd, self._length_bytes)
+        self.ENTRY.pack_into(view, count * self.ENTRY_SIZE, key, value)  # straight into the map
         self._keys[count] = key
         self._values[count] = value
         self._count = count + 1

@@ -178,17 +178,22 @@ class Log:
 
     def append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> LogAppendInfo:
         """Validate a producer's batches, assign offsets from the LEO, stamp the epoch, append."""
-        headers = log_append.analyze(records, max_message_bytes=self.config.max_message_bytes, as_leader=True)
-        log_append.check_segment_fit(len(records), self.config.segment_bytes)
-        buf = bytearray(records)
-        append_time_ms = self.clock.milliseconds() if self.config.log_append_time else None
-        headers = log_append.assign_offsets(buf, headers, self._next_offset, leader_epoch, append_time_ms)
+        config = self.config
+        headers = log_append.analyze_and_assign(
+            records, next_offset=self._next_offset, leader_epoch=leader_epoch,
+            max_message_bytes=config.max_message_bytes,
+        )
+        log_append.check_segment_fit(len(records), config.segment_bytes)
+        now_ms = self.clock.milliseconds()
+        append_time_ms = now_ms if config.log_append_time else None
+        buf = bytearray(records)  # the request stays untouched; the copy gets the offsets
+        headers = log_append.stamp(buf, headers, append_time_ms)
         info = log_append.summarize(
             headers, append_time_ms if append_time_ms is not None else -1, self.log_start_offset
         )
         # As in Kafka, the epoch cache learns the epoch before the data is written.
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
-        self._append(buf, headers, info)
+        self._append(buf, headers, info, now_ms)
         return info
 
     def append_as_follower(self, records: bytes | bytearray) -> LogAppendInfo:
@@ -203,13 +208,13 @@ class Log:
         for header in headers:
             if header.magic >= 2:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-        self._append(records, headers, info)
+        self._append(records, headers, info, self.clock.milliseconds())
         return info
 
     def _append(
-        self, data: bytes | bytearray, headers: Sequence[BatchHeader], info: LogAppendInfo
+        self, data: bytes | bytearray, headers: Sequence[BatchHeader], info: LogAppendInfo, now_ms: int
     ) -> None:
-        segment = self._maybe_roll(len(data), info)
+        segment = self._maybe_roll(len(data), info, now_ms)
         segment.append(info.last_offset, info.max_timestamp, data, headers)
         self._next_offset = info.last_offset + 1
         if self.auto_advance_high_watermark:
@@ -217,15 +222,15 @@ class Log:
         self._unflushed_messages += info.records_count
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
-        else:
-            self.maybe_flush_by_time()
+        elif now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()  # flush.ms, as maybe_flush_by_time
 
-    def _maybe_roll(self, size_bytes: int, info: LogAppendInfo) -> LogSegment:
+    def _maybe_roll(self, size_bytes: int, info: LogAppendInfo, now_ms: int) -> LogSegment:
         segment = self._segments[-1]
         reason = segment.should_roll(
             segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
             messages_size_bytes=size_bytes, max_timestamp=info.max_timestamp,
-            max_offset=info.last_offset, now_ms=self.clock.milliseconds(),
+            max_offset=info.last_offset, now_ms=now_ms,
         )
         if reason is None:
             return segment

@@ -43,6 +43,7 @@ class OffsetIndex(IndexFile):
     """A segment's ``.index``. Not thread-safe; owned by one :class:`LogSegment`."""
 
     ENTRY_SIZE: ClassVar[int] = 8
+    ENTRY: ClassVar[struct.Struct] = ENTRY
     DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i4"), ("value", ">i4")])
     KIND: ClassVar[str] = "offset index"
 
@@ -53,6 +54,14 @@ class OffsetIndex(IndexFile):
 
     def append(self, offset: int, position: int) -> None:
         """Add ``offset -> position``; offsets must strictly increase (``OffsetIndex.append``)."""
+        count, relative = self._count, offset - self.base_offset
+        # One test on the hot path (an entry per ~4 KiB appended); _reject says what failed.
+        if not (count < self._max_entries and (count == 0 or relative > self._last_key)
+                and 0 <= relative <= RELATIVE_OFFSET_MAX):
+            self._reject(offset)
+        self._append_entry(relative, position)
+
+    def _reject(self, offset: int) -> None:
         if self._count >= self._max_entries:
             raise StorageError(
                 f"attempt to append to a full offset index {self.path} "
@@ -63,8 +72,7 @@ class OffsetIndex(IndexFile):
                 f"attempt to append offset {offset} to slot {self._count} of {self.path}, "
                 f"no larger than the last offset appended ({self.last_offset})"
             )
-        relative = self.relative_offset(offset)
-        self._append_entry(relative, position, ENTRY.pack(relative, position))
+        self.relative_offset(offset)  # raises for an offset outside the int32 range
 
     def relative_offset(self, offset: int) -> int:
         relative = offset - self.base_offset

@@ -43,6 +43,7 @@ class TimeIndex(IndexFile):
     """A segment's ``.timeindex``. Not thread-safe; owned by one :class:`LogSegment`."""
 
     ENTRY_SIZE: ClassVar[int] = 12
+    ENTRY: ClassVar[struct.Struct] = ENTRY
     DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i8"), ("value", ">i4")])
     KIND: ClassVar[str] = "time index"
 
@@ -89,7 +90,7 @@ class TimeIndex(IndexFile):
             )
         if self._count >= self.max_entries:
             raise StorageError(f"time index {self.path} has no room for its final entry")
-        self._append_entry(timestamp, relative, ENTRY.pack(timestamp, relative))
+        self._append_entry(timestamp, relative)
         return True
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
