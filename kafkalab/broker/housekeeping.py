@@ -39,13 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Protocol
 
 from kafkalab.config import ConfigLayers
 from kafkalab.config.resolve import broker_value
 from kafkalab.errors import KafkaError
 from kafkalab.storage.log import Log
-from kafkalab.storage.retention import INITIAL_TASK_DELAY_MS, RetentionLog, delete_old_segments
+from kafkalab.storage.retention import INITIAL_TASK_DELAY_MS, delete_old_segments
 from kafkalab.timer.scheduler import Scheduler
 from kafkalab.timer.task_list import DELAY_MS_MAX
 
@@ -153,9 +153,7 @@ class Housekeeping:
         """One pass of Kafka's three retention rules over every live log (storage/retention.py)."""
         now_ms = self._now_ms()  # wall-clock: retention.ms compares record timestamps
         for log in list(self._store.live_logs()):
-            # cast: RetentionLog.delete_segments takes any SegmentLike, Log's only its own
-            # LogSegments -- which are exactly what retention hands back to it.
-            self.retention_deleted_segments += delete_old_segments(cast(RetentionLog, log), now_ms).total
+            self.retention_deleted_segments += delete_old_segments(log, now_ms).total
 
     def stop(self) -> None:
         for task in self.tasks.values():

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from kafkalab.storage.log_config import LogConfig
 
@@ -53,14 +53,18 @@ class SegmentLike(Protocol):
     def max_timestamp_so_far(self) -> int: ...
 
 
-class RetentionLog(Protocol):
-    """The part of ``Log`` retention needs."""
+S = TypeVar("S", bound=SegmentLike)
+
+
+class RetentionLog(Protocol[S]):
+    """The part of ``Log`` retention needs, over the log's own segment type ``S`` (``Log`` is a
+    ``RetentionLog[LogSegment]``): what it lists is what it is asked to delete."""
 
     @property
     def config(self) -> LogConfig: ...
 
     @property
-    def segments(self) -> Sequence[SegmentLike]: ...
+    def segments(self) -> Sequence[S]: ...
 
     @property
     def log_start_offset(self) -> int: ...
@@ -73,7 +77,7 @@ class RetentionLog(Protocol):
 
     def roll(self, reason: str) -> object: ...
 
-    def delete_segments(self, segments: Sequence[SegmentLike], reason: str) -> object: ...
+    def delete_segments(self, segments: list[S], reason: str) -> object: ...
 
     def increment_log_start_offset(self, offset: int) -> object: ...
 
@@ -102,12 +106,12 @@ def largest_timestamp_ms(segment: SegmentLike) -> int:
     return largest if largest >= 0 else segment.created_ms
 
 
-def deletable_segments(log: RetentionLog, predicate: Predicate) -> list[SegmentLike]:
+def deletable_segments(log: RetentionLog[S], predicate: Predicate) -> list[S]:
     """Oldest-first segments for which ``predicate(segment, next_segment)`` holds, stopping at
     the first that fails, that ends above the high watermark, or that is an empty active one
     (Kafka's ``UnifiedLog.deletableSegments``)."""
     segments = list(log.segments)
-    result: list[SegmentLike] = []
+    result: list[S] = []
     for index, segment in enumerate(segments):
         following = segments[index + 1] if index + 1 < len(segments) else None
         upper_bound_offset = following.base_offset if following is not None else log.log_end_offset
@@ -144,7 +148,7 @@ def retention_time_predicate(now_ms: int, retention_ms: int) -> Predicate:
     return breached
 
 
-def delete_old_segments(log: RetentionLog, now_ms: int) -> RetentionResult:
+def delete_old_segments(log: RetentionLog[S], now_ms: int) -> RetentionResult:
     """One retention check of one log: the three rules in Kafka's order."""
     by_start = _delete(log, log_start_offset_predicate(log.log_start_offset), "log start offset breach")
     if "delete" not in _policies(log.config):
@@ -164,7 +168,7 @@ def _policies(config: LogConfig) -> set[str]:
     return {p.strip() for p in config.cleanup_policy.split(",")}
 
 
-def _delete(log: RetentionLog, predicate: Predicate, reason: str) -> int:
+def _delete(log: RetentionLog[S], predicate: Predicate, reason: str) -> int:
     doomed = deletable_segments(log, predicate)
     if not doomed:
         return 0
@@ -197,7 +201,7 @@ class RetentionTask:
     def __init__(
         self,
         scheduler: Scheduler,
-        logs: Callable[[], Iterable[RetentionLog]],
+        logs: Callable[[], Iterable[RetentionLog[Any]]],
         now_ms: Callable[[], int],
         *,
         check_interval_ms: int = 300_000,

@@ -242,7 +242,7 @@ def run_cleanup(params: CleanupParams) -> CleanupState:
         cleaner = LogCleaner(scratch, clock.milliseconds, dedupe_buffer_bytes=DEDUPE_BUFFER_BYTES)
         for _ in range(params.cleaner_passes):
             clock.advance_ms(params.age_ms)
-            delete_old_segments(log, clock.milliseconds())  # type: ignore[arg-type]  # Log is a RetentionLog; its delete_segments is typed narrower
+            delete_old_segments(log, clock.milliseconds())
             if "compact" in params.policy:
                 cleaner.force_clean(log)
         return cleanup_state(before, snapshot(log), events)
