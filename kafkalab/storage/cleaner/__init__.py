@@ -1,5 +1,5 @@
 """Log compaction: the offset maps, the retention rules, one clean (:mod:`.cleaner`, with a
-compiled :mod:`.fast_path` and a readable :mod:`.reference` path), and the choice of which
+compiled :mod:`.fast_path` over :mod:`.chunks` and a readable :mod:`.reference` path), and the choice of which
 log to clean with its ``cleaner-offset-checkpoint`` (:mod:`.manager`)."""
 
 from kafkalab.storage.cleaner.cleaner import Cleaner, CleanResult

@@ -6,6 +6,7 @@ for byte. The hash is checked against the xxhash package, rebuilt batches agains
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,10 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
+from kafkalab.errors import CorruptRecordError
 from kafkalab.records.codec import build_batch
 from kafkalab.records.header import Compression, TimestampType
 from kafkalab.records.model import Header, Record
 from kafkalab.storage.cleaner import Cleaner, FastOffsetMap, LastRecord, OffsetMap
+from kafkalab.storage.cleaner import chunks
+from kafkalab.storage.cleaner.cleaner import read_segment
 from kafkalab.storage.cleaner.fast_map import SEED_H2, xxh64
 
 from .conftest import LogFixture, batches_on_disk, records_on_disk
@@ -177,3 +181,48 @@ def test_legacy_v1_entries_compacted_in_their_own_format(make_log, compression: 
     # tombstone c@3 (segment timestamp 9 > 0) is kept.
     assert [(r.offset, r.key, r.value) for r in records_on_disk(fx.log)] == [
         (2, b"a", b"3"), (3, b"c", None), (4, b"b", b"4"), (5, b"end", b"0")]
+
+
+def test_batches_keeping_every_record_are_copied_byte_for_byte(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100000"})
+    fx.append([(b"a", b"1"), (b"b", b"2")])  # untouched: copied as is
+    fx.append([(b"c", b"3"), (b"e", b"4")], Compression.LZ4)  # untouched compressed batch
+    fx.append([(b"b", b"5")])  # supersedes b@1: the first batch is rebuilt
+    fx.append([(b"d", b"6")])
+    original = [b.header for b in batches_on_disk(fx.log)]
+    before = read_segment(fx.log.segments[0])
+    fx.log.roll("test")
+    fx.append([(b"end", b"0")])
+    Cleaner(1 << 20).clean(fx.log, 0, 6, fx.clock.milliseconds())
+    after = read_segment(fx.log.segments[0])
+    kept = original[1]
+    assert before[kept.position : kept.end_position] in after  # same bytes, same CRC
+    assert after.count(before[original[2].position : original[2].end_position]) == 1
+    assert [r.offset for r in records_on_disk(fx.log)] == [0, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_small_chunks_and_an_entry_larger_than_a_chunk(make_log, monkeypatch, tmp_path: Path, fast: bool) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 256)
+    fx = make_log(**{"segment.bytes": "100000"})
+    for i in range(12):
+        fx.append([(b"k%d" % (i % 4), bytes(40)), (b"j%d" % i, bytes(10))])
+    fx.append([(b"big", bytes(1000))])  # one entry larger than a chunk
+    fx.append([(b"k0", b"last")])
+    fx.log.roll("test")
+    fx.append([(b"end", b"0")])
+    Cleaner(1 << 20, fast=fast).clean(fx.log, 0, fx.log.segments[-1].base_offset, fx.clock.milliseconds())
+    keys = [r.key for r in records_on_disk(fx.log)]
+    assert keys.count(b"k0") == 1 and keys.count(b"big") == 1 and len(keys) == 3 + 12 + 1 + 1 + 1
+
+
+def test_corrupt_batch_is_a_typed_error(make_log) -> None:  # type: ignore[no-untyped-def]
+    fx = make_log(**{"segment.bytes": "100000"})
+    fx.append([(b"a", b"1")])
+    fx.append([(b"a", b"2")])
+    fx.log.roll("test")
+    fx.append([(b"end", b"0")])
+    segment = fx.log.segments[0]
+    os.pwrite(segment.fd, b"\xff", segment.size_bytes - 1)  # last value byte of the second batch
+    with pytest.raises(CorruptRecordError, match="CRC mismatch"):
+        Cleaner(1 << 20).clean(fx.log, 0, 2, fx.clock.milliseconds())
