@@ -49,7 +49,7 @@ class TimeIndex(IndexFile):
 
     def is_full(self) -> bool:
         # One slot is kept back for the entry written when the segment rolls.
-        return self._count >= self.max_entries - 1
+        return self._count >= self._max_entries - 1
 
     def last_entry(self) -> TimestampOffset:
         if self._count == 0:
