@@ -1,0 +1,106 @@
+"""The leader's append pass (``log_append.analyze_and_assign``) and the index append checks.
+
+Batches are built by kafka-python, an independent codec, and read back with it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import crc32c
+import pytest
+from kafka.record.memory_records import MemoryRecords
+from storage_helpers import build_batch
+
+from kafkalab.errors import CorruptRecordError, ErrorCode, InvalidRecordError, RecordTooLargeError, StorageError
+from kafkalab.storage import LogConfig
+from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
+
+
+def batches_of(data: bytes) -> list:
+    records = MemoryRecords(data)
+    out = []
+    while records.has_next():
+        out.append(records.next_batch())
+    return out
+
+
+def with_count(batch: bytes, count: int) -> bytes:
+    """``batch`` claiming ``count`` records, with its CRC fixed so only the count is wrong."""
+    data = bytearray(batch)
+    data[57:61] = count.to_bytes(4, "big")
+    data[17:21] = crc32c.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    return bytes(data)
+
+
+def test_request_of_three_batches_gets_consecutive_offsets_and_the_epoch(open_log) -> None:
+    log = open_log()
+    log.append_as_leader(build_batch(2), leader_epoch=0)
+    request = bytearray(build_batch(3) + build_batch(1) + build_batch(4))
+    untouched = bytes(request)
+    info = log.append_as_leader(request, leader_epoch=5)
+    assert bytes(request) == untouched  # the leader stamps a copy, never the caller's buffer
+    assert (info.first_offset, info.last_offset, info.records_count, info.batches_count) == (2, 9, 8, 3)
+    stored = batches_of(log.read(2, 1 << 20).read_bytes())
+    assert [(b.base_offset, b.next_offset - 1) for b in stored] == [(2, 4), (5, 5), (6, 9)]
+    assert all(b.validate_crc() for b in stored)
+    assert [r.offset for b in stored for r in b] == list(range(2, 10))
+    assert log.leader_epoch_cache.entries == [(0, 0), (5, 2)]
+
+
+def test_one_bad_batch_rejects_the_whole_request(open_log) -> None:
+    log = open_log(LogConfig(max_message_bytes=400))
+    good = build_batch(2)
+    corrupt = bytearray(build_batch(2))
+    corrupt[-1] ^= 0x01
+    cases = [
+        (good + bytes(corrupt), CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+        (good + with_count(build_batch(2), 3), InvalidRecordError, ErrorCode.INVALID_RECORD),
+        (good + with_count(build_batch(1), 0), InvalidRecordError, ErrorCode.INVALID_RECORD),
+        (good + build_batch(1, value_bytes=500), RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
+        (good + good[:20], CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+    ]
+    for request, error, code in cases:
+        with pytest.raises(error) as raised:
+            log.append_as_leader(request, 0)
+        assert raised.value.error_code == code
+    assert log.log_end_offset == 0 and log.size_bytes == 0
+    assert log.active_segment.offset_index.entries == 0
+
+
+def test_crc_is_checked_before_the_record_count(open_log) -> None:
+    # A batch that breaks both rules reports the corruption, as before the single-pass rewrite.
+    log = open_log()
+    data = bytearray(with_count(build_batch(2), 5))
+    data[-1] ^= 0x01
+    with pytest.raises(CorruptRecordError, match="CRC mismatch"):
+        log.append_as_leader(bytes(data), 0)
+
+
+def test_log_append_time_restamps_every_batch_of_a_request(open_log, clock) -> None:
+    log = open_log(LogConfig(message_timestamp_type="LogAppendTime"))
+    clock.set_ms(7_000_000)
+    info = log.append_as_leader(build_batch(2, timestamp_ms=5) + build_batch(3, timestamp_ms=9), 0)
+    assert info.max_timestamp == 7_000_000 and info.log_append_time_ms == 7_000_000
+    stored = batches_of(log.read(0, 1 << 20).read_bytes())
+    assert [(b.base_offset, b.max_timestamp, b.timestamp_type) for b in stored] == [
+        (0, 7_000_000, 1), (2, 7_000_000, 1),
+    ]
+    assert all(b.validate_crc() for b in stored)
+
+
+def test_offset_index_append_reports_each_broken_rule(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "100.index", 100, 16)
+    with pytest.raises(InvalidRecordError, match="cannot be stored relative"):
+        index.append(99, 0)  # below the base offset
+    with pytest.raises(InvalidRecordError, match="cannot be stored relative"):
+        index.append(100 + RELATIVE_OFFSET_MAX + 1, 0)
+    index.append(105, 0)
+    with pytest.raises(InvalidRecordError, match="no larger than the last offset"):
+        index.append(105, 10)
+    index.append(106, 10)
+    with pytest.raises(StorageError, match="full offset index"):
+        index.append(107, 20)
+    assert index.raw_entries() == [(5, 0), (6, 10)]
+    assert (tmp_path / "100.index").read_bytes() == bytes.fromhex("00000005 00000000 00000006 0000000a")
+    index.close()
