@@ -64,8 +64,14 @@ class FrameDecoder:
         end = SIZE_PREFIX_BYTES + size_bytes
         if len(self._buffer) < end:
             return NEED_DATA
-        frame = bytes(self._buffer[SIZE_PREFIX_BYTES:end])
-        del self._buffer[:end]
+        # One copy: through a view (slicing the bytearray first would copy twice), released
+        # before the buffer shrinks; a buffer holding just this frame is cleared, not shifted.
+        with memoryview(self._buffer) as view:
+            frame = bytes(view[SIZE_PREFIX_BYTES:end])
+        if end == len(self._buffer):
+            self._buffer.clear()
+        else:
+            del self._buffer[:end]
         return frame
 
 

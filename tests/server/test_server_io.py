@@ -8,6 +8,8 @@ puts back a per-request cost fails here rather than only as a slower benchmark.
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.header import decode_response, encode_request
 from kafkalab.protocol.types import FileSlice
 from kafkalab.server import KafkaServer
+from kafkalab.server import connection as connection_module
 from kafkalab.server.connection import Connection, coalesce
 from tests.broker._harness import batch, decode_records
 
@@ -43,14 +46,21 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
     head = [size_prefix(6 + piece.size_bytes + 2), b"\x00\x00\x00\x07", b"hd"]
     parts: list[bytes | FileSlice] = [*head, piece, b"\x00", b"\x01"]
     expected = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in parts)
-    writes: list[int] = []
+    writes: list[int] = []  # in-memory sends, direct (os.write) or through the transport
     original_write = asyncio.StreamWriter.write
+    original_os_write = os.write
 
     def counting_write(self: asyncio.StreamWriter, data: Any) -> None:
         writes.append(len(data))
         original_write(self, data)
 
+    def counting_os_write(descriptor: int, data: Any) -> int:
+        sent = original_os_write(descriptor, data)
+        writes.append(sent)
+        return sent
+
     monkeypatch.setattr(asyncio.StreamWriter, "write", counting_write)
+    monkeypatch.setattr(connection_module.os, "write", counting_os_write)
     handed_over: list[int] = []
     original_sendfile = asyncio.base_events.BaseEventLoop.sendfile
 
@@ -60,6 +70,7 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
         return await original_sendfile(self, transport, file, offset, count, **kwargs)
 
     monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "sendfile", counting_sendfile)
+    corked_after: list[int] = []
 
     async def scenario() -> bytes:
         connections: list[Connection] = []
@@ -70,7 +81,12 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
 
         async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             connections.append(Connection(1, reader, writer, submit, 1024))
-            await connections[0].run()
+            sock = writer.get_extra_info("socket")
+            try:
+                await connections[0].run()
+            finally:
+                if hasattr(socket, "TCP_CORK"):
+                    corked_after.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK))
 
         server = await asyncio.start_server(accept, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
@@ -78,6 +94,7 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
         original_write(writer, size_prefix(4) + b"ping")
         received = await asyncio.wait_for(reader.readexactly(len(expected)), STEP_S)
         writer.close()
+        await _until(lambda: bool(corked_after) or not hasattr(socket, "TCP_CORK"))
         server.close()
         await server.wait_closed()
         return received
@@ -87,6 +104,71 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
     assert writes == [4 + 4 + 2, 2]
     if slice_bytes > 4 << 20:  # more than any loopback socket buffer: part went by loop.sendfile
         assert len(handed_over) == 1 and 0 < handed_over[0] < slice_bytes
+    else:
+        assert handed_over == []  # all sent at once: no loop.sendfile, no drain
+    assert corked_after in ([0], [])  # the cork is always taken off again
+
+
+def test_single_part_responses_are_not_corked(tmp_path, monkeypatch):
+    """Corking pays only when a response has parts the kernel would otherwise push alone."""
+    calls: list[bool] = []
+    monkeypatch.setattr(connection_module, "_set_cork", lambda sock, on: calls.append(on) or True)
+
+    async def scenario() -> tuple[bytes, bytes]:
+        connections: list[Connection] = []
+        responses = iter([[b"\x00\x00\x00\x02", b"ok"],
+                          [b"\x00\x00\x00\x05", FileSlice(segment, 0, 3), b"!!"]])
+
+        def submit(connection_id: int, frame: bytes) -> None:
+            connections[0].deliver(Outgoing(connection_id, next(responses)))
+
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(Connection(1, reader, writer, submit, 1024))
+            await connections[0].run()
+
+        server = await asyncio.start_server(accept, "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        writer.write(size_prefix(1) + b"a")
+        first = await asyncio.wait_for(reader.readexactly(6), STEP_S)
+        writer.write(size_prefix(1) + b"b")
+        second = await asyncio.wait_for(reader.readexactly(9), STEP_S)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return first, second
+
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"abc")
+    assert asyncio.run(scenario()) == (b"\x00\x00\x00\x02ok", b"\x00\x00\x00\x05abc!!")
+    assert calls == [True, False]  # only the response with a file slice, and uncorked after
+
+
+def test_a_slice_past_the_end_of_its_file_closes_the_connection(tmp_path):
+    """A slice the file cannot fill (the segment was truncated under it) must not leave the
+    client waiting for bytes that never come: the connection is closed."""
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"abc")
+
+    async def scenario() -> bytes:
+        connections: list[Connection] = []
+
+        def submit(connection_id: int, frame: bytes) -> None:
+            connections[0].deliver(Outgoing(connection_id, [b"\x00\x00\x00\x0a", FileSlice(segment, 0, 10)]))
+
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(Connection(1, reader, writer, submit, 1024))
+            await connections[0].run()
+
+        server = await asyncio.start_server(accept, "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        writer.write(size_prefix(1) + b"a")
+        received = await asyncio.wait_for(reader.read(), STEP_S)  # until the server closes
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return received
+
+    assert asyncio.run(scenario()) == b"\x00\x00\x00\x0aabc"
 
 
 class CountingEvent(asyncio.Event):
