@@ -7,7 +7,7 @@ expiration falls inside one tick of that wheel. The bucket must support three th
 * add a task at the tail -- O(1);
 * remove any task, wherever it sits, when the task is cancelled -- O(1), because the task
   carries its own links and a reference to its bucket (no search);
-* hand over all its tasks at once when its tick expires (``flush``) -- O(tasks in bucket).
+* hand over all its tasks when its tick expires (``flush``) -- O(tasks in bucket).
 
 A sentinel ``root`` node closes the ring, so adding and removing never test for an empty list::
 
@@ -28,6 +28,8 @@ Not thread-safe; every task and bucket is owned by one ``Timer``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from kafkalab.errors import TimerError
 from kafkalab.timer.events import TaskCancelled, TimerListener
@@ -161,27 +163,36 @@ class TimerTaskList:
             for listener in self._listeners:
                 listener(event)
 
-    def flush(self) -> list[TimerTask]:
-        """Detach and return every task, oldest first, and mark the bucket idle (-1)."""
+    def flush(self) -> Iterator[TimerTask]:
+        """Unlink and yield the tasks one at a time, oldest first; then mark the bucket idle.
+
+        Mirrors Kafka's ``TimerTaskList.flush``, which removes the head and hands it on until the
+        ring is empty. A task stays linked until its turn, so a task that runs earlier in the
+        same flush can still cancel it -- it is unlinked and never yielded. If the consumer
+        stops early (a task raised), the rest stay linked and ``expiration_ms`` is kept, so the
+        timer can queue the bucket again.
+        """
         root = self._root
-        tasks: list[TimerTask] = []
-        node = root._next
-        # The ring is bounded by task_count; the loop visits each task once.
-        for _ in range(self.task_count):
-            assert isinstance(node, TimerTask)
-            following = node._next
-            node._next = node._prev = None
-            node._bucket = None
-            tasks.append(node)
-            node = following
-        assert node is root, "bucket ring is longer than its task_count"
-        root._next = root._prev = root
-        self.task_count = 0
+        # Each turn unlinks one task, and nothing joins a bucket while it is flushed (the hand
+        # sits on it, so re-added tasks land on finer wheels): at most task_count turns.
+        while self.task_count:
+            task: TimerTask = root._next  # type: ignore[assignment]  # all nodes but root are tasks
+            following = task._next
+            assert following is not None
+            root._next = following
+            following._prev = root
+            task._next = task._prev = None
+            task._bucket = None
+            self.task_count -= 1
+            yield task
+        assert root._next is root, "bucket ring is longer than its task_count"
         self.expiration_ms = -1
-        return tasks
 
     def flush_single(self) -> TimerTask:
-        """``flush`` for a bucket holding exactly one task: detach and return that task."""
+        """``flush`` for a bucket holding exactly one task: detach and return that task.
+
+        With sparse timeouts most buckets hold one task; this skips the generator.
+        """
         assert self.task_count == 1, f"flush_single on {self!r}"
         root = self._root
         task = root._next

@@ -30,14 +30,15 @@ the clock's monotonic milliseconds (``nanoseconds() // 1_000_000``), like Kafka'
 
 Tasks run synchronously inside ``add`` (when already due) or ``advance_clock`` (Kafka hands them
 to an executor thread). A task that raises propagates its exception to the caller; the timer's
-structures are consistent at that point, but the remaining due tasks wait for the next advance.
+structures are consistent at that point -- a bucket flushes one task at a time, and one cut
+short goes back into the delay queue -- and the remaining due tasks run at the next advance.
 
 Not thread-safe; owned by one broker or simulation, and tasks must not call ``advance_clock``.
 """
 
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 from collections.abc import Callable
 
 from kafkalab.clock import Clock
@@ -129,48 +130,48 @@ class Timer:
         queue = self._queue
         wheel = self._wheel
         wheel_add = wheel.add
+        listeners = self._listeners
         flushed = 0
-        while queue and queue[0][0] <= now_ms and flushed < FLUSHES_PER_ADVANCE_MAX:
-            expiration_ms, _, bucket = heapq.heappop(queue)
-            wheel.advance_clock(expiration_ms)
-            flushed += 1
-            if self._listeners:
-                self._emit_advance(expiration_ms)
-                self._flush_traced(bucket)
-                continue
-            # The untraced flush, inlined: with sparse timeouts nearly every task costs a flush
-            # of its own, so this loop is as hot as add(). Same steps as _flush_traced.
-            if bucket.task_count == 1:
-                # Sparse timeouts: most buckets hold one task; skip building a list for it. A
-                # task still in a bucket cannot be cancelled (cancel unlinks it), so no check.
-                task = bucket.flush_single()
-                if wheel_add(task) is None:
-                    task.run()
-                continue
-            for task in bucket.flush():
-                if not task.cancelled and wheel_add(task) is None:
-                    task.run()
+        bucket: TimerTaskList | None = None
+        try:
+            while queue and queue[0][0] <= now_ms and flushed < FLUSHES_PER_ADVANCE_MAX:
+                expiration_ms, _, bucket = heappop(queue)
+                wheel.advance_clock(expiration_ms)
+                flushed += 1
+                if listeners:
+                    self._flush_traced(bucket)
+                # The untraced flush, inlined: with sparse timeouts a task pays for about one
+                # and a half flushes of its own, so this loop is as hot as add().
+                elif bucket.task_count == 1:
+                    # Sparse timeouts: most buckets hold one task; skip the generator.
+                    task = bucket.flush_single()
+                    if wheel_add(task) is None:
+                        task.run()
+                else:
+                    for task in bucket.flush():
+                        if wheel_add(task) is None:
+                            task.run()
+        except BaseException:
+            # A task raised: the tasks it left behind in its bucket must still run, so that
+            # bucket goes back into the delay queue; the exception is the caller's.
+            if bucket is not None:
+                self._requeue(bucket)
+            raise
         return flushed
 
     def _flush_traced(self, bucket: TimerTaskList) -> None:
-        """Flush ``bucket`` and re-add its tasks, emitting an event for every step."""
-        level, index, expiration_ms = bucket.level, bucket.index, bucket.expiration_ms
-        tasks = bucket.flush()
-        listeners = self._listeners
-        if listeners:
-            self._emit(BucketFlushed(level, index, expiration_ms, len(tasks)))
+        """The flush of ``advance_clock``, emitting an event for it and for every task's fate."""
+        level, expiration_ms = bucket.level, bucket.expiration_ms
+        self._emit_advance(expiration_ms)
+        self._emit(BucketFlushed(level, bucket.index, expiration_ms, bucket.task_count))
         wheel_add = self._wheel.add
-        for task in tasks:
-            if task.cancelled:
-                # Cancelled by a task that ran earlier in this same flush.
-                continue
+        for task in bucket.flush():
             landed = wheel_add(task)
             if landed is None:
-                if listeners:
-                    now_ms = self.current_time_ms
-                    self._emit(TaskExpired(id(task), task.label(), task.expiration_ms, now_ms))
+                now_ms = self.current_time_ms
+                self._emit(TaskExpired(id(task), task.label(), task.expiration_ms, now_ms))
                 task.run()
-            elif listeners:
+            else:
                 self._emit(
                     TaskCascaded(
                         id(task),
@@ -182,6 +183,13 @@ class Timer:
                         landed.expiration_ms,
                     )
                 )
+
+    def _requeue(self, bucket: TimerTaskList) -> None:
+        """Put a bucket whose flush was cut short back into the delay queue (or mark it idle)."""
+        if bucket.task_count:
+            heappush(self._queue, (bucket.expiration_ms, bucket.level, bucket))
+        else:
+            bucket.expiration_ms = -1
 
     def _run(self, task: TimerTask) -> None:
         if task.cancelled:

@@ -52,7 +52,7 @@ def test_cancel_twice_and_cancel_unscheduled_are_harmless() -> None:
 def test_flush_detaches_all_and_resets_expiration() -> None:
     bucket, tasks = make(["a", "b", "c"])
     bucket.expiration_ms = 200
-    flushed = bucket.flush()
+    flushed = list(bucket.flush())
     assert flushed == tasks
     assert bucket.expiration_ms == -1 and len(bucket) == 0 and bucket.tasks() == []
     assert not any(t.pending for t in tasks)
@@ -63,9 +63,31 @@ def test_flush_detaches_all_and_resets_expiration() -> None:
 
 def test_cancel_after_flush_does_not_touch_the_bucket() -> None:
     bucket, tasks = make(["a", "b"])
-    bucket.flush()
+    list(bucket.flush())
     tasks[0].cancel()
     assert len(bucket) == 0
+
+
+def test_flush_skips_a_task_cancelled_mid_flush() -> None:
+    # A task that runs early in a flush may cancel one later in the same bucket: it is still
+    # linked, so cancel unlinks it and the flush never hands it over.
+    bucket, tasks = make(["a", "b", "c"])
+    handed: list[str] = []
+    for task in bucket.flush():
+        handed.append(task.name)
+        if task.name == "a":
+            assert tasks[2].cancel() is True
+    assert handed == ["a", "b"]
+    assert bucket.expiration_ms == -1 and len(bucket) == 0
+
+
+def test_flush_stopped_early_keeps_the_rest_linked() -> None:
+    bucket, tasks = make(["a", "b", "c"])
+    bucket.expiration_ms = 200
+    flush = bucket.flush()
+    assert next(flush) is tasks[0]
+    del flush  # the consumer gave up (a task raised)
+    assert bucket.tasks() == tasks[1:] and bucket.expiration_ms == 200
 
 
 def test_cancel_emits_event_only_when_listened() -> None:

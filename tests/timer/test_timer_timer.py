@@ -163,6 +163,35 @@ def test_task_cancelling_a_sibling_in_the_same_flush(traced: bool) -> None:
     assert timer.size == 0
 
 
+@pytest.mark.parametrize("traced", [False, True])
+def test_task_that_raises_leaves_its_bucket_mates_for_the_next_advance(
+    traced: bool, invariants: Callable[[Timer], None]
+) -> None:
+    # Regression: the flush used to detach the whole bucket before running anything, so the
+    # tasks after a raising one were silently dropped -- never run, never counted.
+    clock, timer, log = setup()
+    if traced:
+        timer.add_listener(lambda event: None)
+
+    class Failing(TimerTask):
+        __slots__ = ()
+
+        def run(self) -> None:
+            raise RuntimeError("request handler failed")
+
+    timer.add(Recorder(10, "before", log, timer))
+    timer.add(Failing(10))
+    timer.add(Recorder(10, "after", log, timer))
+    with pytest.raises(RuntimeError, match="handler failed"):
+        timer.advance_clock(10)
+    assert log == [("before", 10)]
+    assert timer.size == 1 and timer.next_expiration_ms() == 10
+    invariants(timer)
+    timer.advance_clock(10)
+    assert log == [("before", 10), ("after", 10)]
+    assert timer.size == 0 and timer.next_expiration_ms() is None
+
+
 def test_task_scheduling_another_from_run() -> None:
     clock, timer, log = setup()
 
