@@ -74,6 +74,7 @@ CHUNKS = 12  # each figure is the best of up to this many slices of the measured
 # which cascades every timer due in the next 8 s at once, so an insert+expire slice must span at
 # least this much simulated time to charge each timer its share of that flush.
 CASCADE_PERIOD_MS = 8_000
+COUNTED_TIMERS_MIN = 20_000  # steady_state_flushes averages over at least this many inserts
 ROUNDS = 2  # ...and the best of this many rounds over all sizes
 
 
@@ -332,3 +333,39 @@ def wheel_steps(pending: int, *, seed: int = SEED) -> tuple[float, float]:
         timer.add(_Noop(rng.randint(1, HORIZON_MS)))
     timer.advance_clock(HORIZON_MS)
     return levels[0] / pending, cascades[0] / pending
+
+
+def steady_state_flushes(pending: int, *, seed: int = SEED) -> tuple[float, float]:
+    """Bucket flushes and cascades per expired timer in ``measure``'s steady state.
+
+    Runs the insert+expire workload over whole CASCADE_PERIOD_MS spans (at least two, and at
+    least COUNTED_TIMERS_MIN inserts) and counts from the timer's trace events. Flushes per
+    timer fall as ``pending`` grows, because more timers share each bucket; cascades per timer
+    do not, because the delays alone decide how many levels a timer climbs down.
+    """
+    from kafkalab.timer.events import BucketFlushed, TaskCascaded, TaskExpired
+
+    rng = random.Random(seed)
+    clock = ManualClock(0)
+    timer = Timer(clock)
+    for _ in range(pending):
+        timer.add(_Noop(residual_delay_ms(rng)))
+    counts = {BucketFlushed: 0, TaskCascaded: 0, TaskExpired: 0}
+
+    def listen(event: object) -> None:
+        if type(event) in counts:
+            counts[type(event)] += 1
+
+    timer.add_listener(listen)
+    step_ms = PER_STEP * MEAN_DELAY_MS / pending
+    steps_per_period = math.ceil(CASCADE_PERIOD_MS / step_ms)
+    periods = max(2, math.ceil(COUNTED_TIMERS_MIN / (steps_per_period * PER_STEP)))
+    elapsed_ms = 0.0
+    for _ in range(steps_per_period * periods):
+        elapsed_ms += step_ms
+        clock.set_ms(int(elapsed_ms))
+        timer.advance_clock(int(elapsed_ms))
+        for delay_ms in _batches(rng, 1)[0]:
+            timer.add(_Noop(delay_ms))
+    expired = counts[TaskExpired]
+    return counts[BucketFlushed] / expired, counts[TaskCascaded] / expired

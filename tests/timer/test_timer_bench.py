@@ -14,6 +14,7 @@ from kafkalab.bench.bench_timer import (
     heap_comparisons,
     measure,
     residual_delay_ms,
+    steady_state_flushes,
     wheel_steps,
 )
 from kafkalab.clock import ManualClock
@@ -81,3 +82,15 @@ def test_prefill_draws_steady_state_remaining_delays() -> None:
     assert abs(mean - HORIZON_MS / 3) < 0.02 * HORIZON_MS
     short = sum(s < HORIZON_MS / 2 for s in samples) / len(samples)
     assert abs(short - 0.75) < 0.02  # 1 - (1 - 1/2)^2 of them are due within half the horizon
+
+
+def test_steady_state_flushes_fall_with_n_while_cascades_do_not() -> None:
+    sparse_flushes, sparse_cascades = steady_state_flushes(1_000)
+    dense_flushes, dense_cascades = steady_state_flushes(10_000)
+    # Uniform delays to 30 s: about three quarters start on level 3, a quarter on level 2, so a
+    # timer cascades at most about 0.73 * 3 + 0.25 * 2 ~ 2.7 times (a little less: one due early
+    # in a coarse bucket skips a level on the way down) -- whatever n is.
+    assert 2.4 < sparse_cascades < 2.8 and abs(sparse_cascades - dense_cascades) < 0.05
+    # Sparse: a level-1 bucket (20 ms) holds ~1.3 timers and a level-0 bucket one, so a timer
+    # pays for more than one flush of its own; ten times the timers share far more.
+    assert sparse_flushes > 1.2 and dense_flushes < 0.6 * sparse_flushes
