@@ -38,7 +38,8 @@ import struct
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from collections.abc import Sequence
+from typing import Any, Union
 
 from kafkalab.errors import ProtocolError
 
@@ -55,6 +56,9 @@ _INT64 = struct.Struct(">q")
 _FLOAT64 = struct.Struct(">d")
 
 ZERO_UUID = uuid.UUID(int=0)
+# struct format codes of the fixed-width types, for runs packed with one Struct (see schema.py)
+FIXED_CODES = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+_CODE_NAMES = {code: name for name, code in FIXED_CODES.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,11 @@ class Reader:
     def _fixed(self, codec: struct.Struct, what: str) -> int:
         value: int = codec.unpack_from(self._take(codec.size, what))[0]
         return value
+
+    def fixed_run(self, codec: struct.Struct, what: str) -> tuple[Any, ...]:
+        """Several fixed-width fields in one ``unpack_from`` (a schema's run of int fields)."""
+        values: tuple[Any, ...] = codec.unpack_from(self._take(codec.size, what))
+        return values
 
     def int8(self) -> int:
         return self._fixed(_INT8, "int8")
@@ -237,6 +246,16 @@ class Writer:
 
     def raw(self, data: bytes | bytearray | memoryview) -> None:
         self._buffer += data
+
+    def fixed_run(self, codec: struct.Struct, values: Sequence[Any], names: Sequence[str]) -> None:
+        """Several fixed-width fields in one ``pack``; a value that does not fit its field is a
+        ProtocolError naming the field."""
+        try:
+            self._buffer += codec.pack(*values)
+        except struct.error:
+            for name, code, value in zip(names, codec.format.lstrip(">"), values):
+                _pack(struct.Struct(">" + code), value, f"{_CODE_NAMES[code]} (field {name!r})")
+            raise  # unreachable: one of the values failed above
 
     def int8(self, value: int) -> None:
         self._buffer += _pack(_INT8, value, "int8")
