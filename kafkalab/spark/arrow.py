@@ -14,16 +14,23 @@ consecutive Kafka batches holding about :data:`CHUNK_RECORDS` records each:
    bytes (decompressing batches that carry a codec) into per-record columns whose keys, values
    and headers are *spans* of the segment buffer;
 3. :func:`gather` packs the spans of one column into a contiguous buffer with int32 offsets in
-   one compiled pass, wrapped with ``Array.from_buffers``; per-batch fields (producer id,
-   compression...) are taken per record with ``batch_index``.
+   one compiled pass (one C ``memcpy`` per value), wrapped with ``Array.from_buffers``;
+   per-batch fields (producer id, compression...) are taken per record with ``batch_index``.
 
 Why a copy in step 3: an Arrow binary column needs value ``i`` to end where value ``i + 1``
 starts, and in a record batch a key and its value are separated by varints, so spans of the
-segment cannot be used in place; one memcpy-like pass per column is the cheapest correct layout.
+segment cannot be used in place; one memcpy per value is the cheapest correct layout.
+
+String columns: Spark checks the first batch's Arrow schema for *equality* with the declared
+one, so a dictionary-encoded or run-end-encoded ``topic`` is rejected although it would be far
+smaller. Columns that are constant in a chunk (topic, segment, and in practice compression and
+timestamp type) are built by :func:`constant_strings` from repeated bytes and an arithmetic
+offsets array; mixed codec names are gathered from a small name table by code.
 
 Worked example: a chunk of 32 batches of 4,096 records with 100-byte values becomes one Arrow
 record batch of 131,072 rows whose ``value`` column is a single 13.1 MB buffer plus 131,073
-offsets, and whose ``compression`` column is a dictionary of codec names cast to strings.
+offsets, and whose ``segment`` column is 131,072 copies of ``00000000000000000000.log``
+(3.1 MB: the price of plain strings).
 
 Only magic 2 batches are decoded at the record level; a v0/v1 entry raises
 :class:`UnsupportedForMessageFormatError` naming its segment and position (the batch level reads
@@ -37,6 +44,8 @@ from collections.abc import Callable, Iterator
 import numba
 import numpy as np
 import pyarrow as pa
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 from kafkalab.errors import CorruptRecordError, ErrorCode, KafkaError
 from kafkalab.records import columnar as col
@@ -45,8 +54,6 @@ from kafkalab.spark.schema import BATCH_FIELDS, RECORD_FIELDS
 
 CHUNK_RECORDS = 131_072  # Arrow batch size that measured fastest through Spark (spark-notes)
 CHUNK_BATCHES_MAX = 65_536  # bounds a chunk of tiny batches
-CODEC_NAMES = ["none", "gzip", "snappy", "lz4", "zstd"]
-TIMESTAMP_TYPE_NAMES = ["CreateTime", "LogAppendTime"]
 COMPRESSION_MASK, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CONTROL_BIT = 0x07, 0x08, 0x10, 0x20
 INT32_MAX = 2**31 - 1
 
@@ -65,9 +72,59 @@ class UnsupportedForMessageFormatError(KafkaError):
     error_code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
-def _strings(values: np.ndarray, names: list[str]) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(
-        pa.array(values.astype(np.int32)), pa.array(names)).cast(pa.string())
+def constant_strings(text: str, n: int) -> pa.Array:
+    """``n`` copies of ``text`` as an Arrow string array built with two numpy calls.
+
+    Spark's Arrow reader accepts only plain ``string`` for a string field (the data source
+    checks the first batch's schema for equality), so a dictionary or run-end encoded column
+    is not an option; repeated bytes plus an arithmetic offsets array is the cheapest legal form.
+    """
+    encoded = text.encode()
+    offsets = np.arange(0, (n + 1) * len(encoded), len(encoded) or 1, dtype=np.int32)
+    if not encoded:
+        offsets = np.zeros(n + 1, np.int32)
+    data = np.frombuffer(encoded * n, np.uint8) if encoded else np.zeros(0, np.uint8)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+class _NameTable:
+    """A small list of names packed into one buffer, for building string columns by code."""
+
+    __slots__ = ("names", "data", "starts", "lengths")
+
+    def __init__(self, names: list[str]) -> None:
+        encoded = [name.encode() for name in names]
+        self.names = names
+        self.data = np.frombuffer(b"".join(encoded), np.uint8)
+        self.lengths = np.array([len(e) for e in encoded], np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
+
+
+CODEC_NAMES = _NameTable(["none", "gzip", "snappy", "lz4", "zstd"])  # by attributes & 0x07
+TIMESTAMP_TYPE_NAMES = _NameTable(["CreateTime", "LogAppendTime"])  # by attribute bit 3
+
+
+def _strings(codes: np.ndarray, table: _NameTable) -> pa.Array:
+    """The string column ``table.names[codes[i]]``: a constant column when every code is the
+    same (the usual case within one chunk), otherwise one compiled gather from the table."""
+    if len(codes) and np.all(codes == codes[0]):
+        return constant_strings(table.names[int(codes[0])], len(codes))
+    return _binary(table.data, table.starts[codes], table.lengths[codes], pa.string())
+
+
+@intrinsic
+def _memcpy(typingctx, dst, dst_at, src, src_at, count):  # pragma: no cover - compiled
+    """``dst[dst_at:dst_at+count] = src[src_at:src_at+count]`` as one C memcpy (numba's slice
+    assignment costs ~50 ns per call, half of a 100-byte value's copy)."""
+    def codegen(context, builder, signature, args):
+        dst_array = context.make_array(signature.args[0])(context, builder, args[0])
+        src_array = context.make_array(signature.args[2])(context, builder, args[2])
+        to = builder.gep(dst_array.data, [args[1]])
+        source = builder.gep(src_array.data, [args[3]])
+        cgutils.raw_memcpy(builder, to, source, args[4], 1)
+        return context.get_dummy_value()
+
+    return types.void(dst, types.intp, src, types.intp, types.intp), codegen
 
 
 @numba.njit(cache=True, nogil=True)
@@ -85,7 +142,7 @@ def gather(buf, starts, lengths):  # pragma: no cover - compiled
     for i in range(n):
         length = lengths[i]
         if length > 0:
-            data[offsets[i]:offsets[i + 1]] = buf[starts[i]:starts[i] + length]
+            _memcpy(data, offsets[i], buf, starts[i], length)
     return data, offsets
 
 
@@ -132,19 +189,20 @@ def batch_level(buf: np.ndarray, positions: np.ndarray, sizes: np.ndarray, magic
         fields = {name: h[name] for name in V2_HEADER_FIELDS}
         fields["last_offset"] = h["base_offset"] + h["last_offset_delta"]
     else:
-        headers = [read_header(buf, int(p)) for p in positions]
+        view = buf.data
+        headers = [read_header(view, int(p)) for p in positions]
         fields = {name: np.array([getattr(x, name) for x in headers]) for name in V2_HEADER_FIELDS
                   if name not in ("last_offset_delta", "batch_length")}
         fields["last_offset"] = np.array([x.last_offset for x in headers])
     attributes = fields["attributes"].astype(np.int16)
     n = len(positions)
     arrays = {
-        "topic": pa.repeat(topic, n).cast(pa.string()), "partition": pa.repeat(partition, n).cast(pa.int32()),
+        "topic": constant_strings(topic, n), "partition": pa.array(np.full(n, partition, np.int32)),
         "compression": _strings(attributes & COMPRESSION_MASK, CODEC_NAMES),
         "timestamp_type": _strings((attributes & TIMESTAMP_TYPE_BIT) >> 3, TIMESTAMP_TYPE_NAMES),
         "is_transactional": pa.array((attributes & TRANSACTIONAL_BIT) != 0),
         "is_control": pa.array((attributes & CONTROL_BIT) != 0),
-        "segment": pa.repeat(segment, n).cast(pa.string()), "position": pa.array(positions),
+        "segment": constant_strings(segment, n), "position": pa.array(positions),
         "size": pa.array(sizes.astype(np.int32)), "attributes": pa.array(attributes),
     }
     for name, kind in BATCH_FIELDS:
@@ -167,10 +225,13 @@ def _headers_column(columns: col.RecordColumns) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), entries, type=_ARROW_TYPES["headers"])
 
 
-def _sequences(base_sequence: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """Each record's sequence: base + offset delta, wrapping past INT32_MAX to 0 as Kafka's
-    ``DefaultRecordBatch.incrementSequence`` does; -1 (no sequence) stays -1."""
-    base = base_sequence.astype(np.int64)
+def _sequences(base_sequences: np.ndarray, batch: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Each record's sequence: its batch's base sequence + offset delta, wrapping past INT32_MAX
+    to 0 as Kafka's ``DefaultRecordBatch.incrementSequence`` does; -1 (no sequence) stays -1
+    (all -1 without a per-record pass when no batch of the chunk is idempotent)."""
+    if np.all(base_sequences < 0):
+        return np.full(len(batch), -1, np.int32)
+    base = base_sequences[batch].astype(np.int64)
     wrapped = np.where(base > INT32_MAX - delta, delta - (INT32_MAX - base) - 1, base + delta)
     return np.where(base >= 0, wrapped, base).astype(np.int32)
 
@@ -195,7 +256,7 @@ def _record_builders(columns: col.RecordColumns, h: np.ndarray, positions: np.nd
     attributes = h["attributes"].astype(np.int16)[batch]
     base_offsets = h["base_offset"][batch]
     return {
-        "topic": lambda: pa.repeat(topic, n), "partition": lambda: pa.repeat(np.int32(partition), n),
+        "topic": lambda: constant_strings(topic, n), "partition": lambda: pa.array(np.full(n, partition, np.int32)),
         "offset": lambda: pa.array(columns.offset), "timestamp": lambda: pa.array(columns.timestamp),
         "timestamp_type": lambda: _strings((attributes & TIMESTAMP_TYPE_BIT) >> 3, TIMESTAMP_TYPE_NAMES),
         "key": lambda: _binary(columns.data, columns.key_start, columns.key_length, pa.binary()),
@@ -203,11 +264,11 @@ def _record_builders(columns: col.RecordColumns, h: np.ndarray, positions: np.nd
         "headers": lambda: _headers_column(columns),
         "producer_id": lambda: pa.array(h["producer_id"][batch]),
         "producer_epoch": lambda: pa.array(h["producer_epoch"][batch].astype(np.int16)),
-        "sequence": lambda: pa.array(_sequences(h["base_sequence"][batch], columns.offset - base_offsets)),
+        "sequence": lambda: pa.array(_sequences(h["base_sequence"], batch, columns.offset - base_offsets)),
         "is_transactional": lambda: pa.array((attributes & TRANSACTIONAL_BIT) != 0),
         "is_control": lambda: pa.array((attributes & CONTROL_BIT) != 0),
         "batch_base_offset": lambda: pa.array(base_offsets),
-        "batch_position": lambda: pa.array(positions[batch]), "segment": lambda: pa.repeat(segment, n),
+        "batch_position": lambda: pa.array(positions[batch]), "segment": lambda: constant_strings(segment, n),
         "compression": lambda: _strings(attributes & COMPRESSION_MASK, CODEC_NAMES),
     }
 

@@ -18,6 +18,11 @@ and explains the difference instead of failing with a bare ``AssertionError``.
 * :func:`open_partition_log` opens a generated partition as the broker would (a single replica,
   so the high watermark is the log end offset) with topic-level overrides, for the cleaner and
   retention labs to run the real engine on the data Spark analysed.
+* :func:`first_clean_prediction` marks the records the first clean of a compacted log keeps:
+  every record at or above the active segment's base offset, and below it the latest record
+  of each key (a window over the key ordered by offset, newest first). Worked example: a
+  partition whose active segment starts at offset 100 and key ``k`` at offsets 5, 40 and 120
+  keeps 40 and 120 and drops 5.
 * :func:`predicted_retention` replays Kafka's retention rules (``UnifiedLog.deleteOldSegments``:
   size first, then time, oldest segment first, stopping at the first survivor, never the
   active segment's data beyond the high watermark) over a per-segment table.
@@ -69,6 +74,20 @@ def predicted_retention(segments: Sequence[SegmentStat], now_ms: int, retention_
             remaining.pop(0)
             by_time += 1
     return {"size": by_size, "time": by_time}
+
+
+def first_clean_prediction(records: Any) -> Any:
+    """``records`` (a kafkalog DataFrame with ``partition``, ``offset``, ``key`` and ``segment``)
+    plus ``first_uncleanable`` (the active segment's base offset) and ``kept``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    active = records.groupBy("partition").agg(F.max("segment").alias("active_segment"))
+    rows = records.join(active, "partition").withColumn(
+        "first_uncleanable", F.substring("active_segment", 1, 20).cast("bigint"))
+    below = F.col("offset") < F.col("first_uncleanable")
+    newest_first = Window.partitionBy("partition", "key", below).orderBy(F.desc("offset"))
+    return rows.withColumn("kept", ~below | (F.row_number().over(newest_first) == 1))
 
 
 def open_partition_log(partition_dir: str | Path, overrides: dict[str, str], now_ms: int) -> Any:

@@ -32,7 +32,7 @@ from pyspark.sql.datasource import (
 from kafkalab.spark.planning import ScanBounds
 
 # column -> which bound a lower / upper comparison sets, per level
-_RANGE_COLUMNS = {
+_RANGE_COLUMNS: dict[str, dict[str, tuple[str | None, str | None]]] = {
     "records": {"offset": ("offset_min", "offset_max"),
                 "timestamp": ("timestamp_min", "timestamp_max")},
     "batches": {"last_offset": ("offset_min", None), "base_offset": (None, "offset_max"),
@@ -51,12 +51,23 @@ def _upper(value: int, strict: bool) -> int:
 def _narrow(bounds: ScanBounds, field: str | None, value: int, tighter: Callable[[int, int], int]) -> ScanBounds:
     if field is None:
         return bounds
-    return dataclasses.replace(bounds, **{field: tighter(getattr(bounds, field), value)})
+    return _replace(bounds, {field: tighter(getattr(bounds, field), value)})
+
+
+def _replace(bounds: ScanBounds, changes: dict[str, Any]) -> ScanBounds:
+    """``bounds`` with the fields named in ``changes`` replaced (names come from the tables
+    above, values from the filter's column type)."""
+    return dataclasses.replace(bounds, **changes)
+
+
+def _column(f: Any) -> str | None:
+    """The single column a filter names, e.g. ``("offset",)`` -> ``"offset"``; None for nested."""
+    attribute: tuple[str, ...] = tuple(getattr(f, "attribute", ()))
+    return attribute[0] if len(attribute) == 1 else None
 
 
 def _apply_range(bounds: ScanBounds, f: Any, columns: dict[str, tuple[str | None, str | None]]) -> ScanBounds:
-    attribute = getattr(f, "attribute", ())
-    column = attribute[0] if len(attribute) == 1 else None
+    column = _column(f)
     value = getattr(f, "value", None)
     if column not in columns or not isinstance(value, int) or isinstance(value, bool):
         return bounds
@@ -71,15 +82,14 @@ def _apply_range(bounds: ScanBounds, f: Any, columns: dict[str, tuple[str | None
 
 
 def _apply_set(bounds: ScanBounds, f: Any) -> ScanBounds:
-    attribute = getattr(f, "attribute", ())
-    column = attribute[0] if len(attribute) == 1 else None
+    column = _column(f)
     values = (f.value,) if isinstance(f, EqualTo) else tuple(f.value) if isinstance(f, In) else None
     if values is None or column not in ("topic", "partition"):
         return bounds
     field = "topics" if column == "topic" else "partitions"
     wanted = frozenset(values)
     current = getattr(bounds, field)
-    return dataclasses.replace(bounds, **{field: wanted if current is None else current & wanted})
+    return _replace(bounds, {field: wanted if current is None else current & wanted})
 
 
 def bounds_from_filters(filters: list[Any], level: str) -> ScanBounds:

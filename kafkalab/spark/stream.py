@@ -78,7 +78,7 @@ def log_end_offset(directory: Path) -> int:
         return base
     from kafkalab.records.header import read_header
 
-    return read_header(buf, int(positions[-1])).last_offset + 1
+    return read_header(buf.data, int(positions[-1])).last_offset + 1
 
 
 def log_start_offset(directory: Path) -> int:
@@ -153,7 +153,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         dirs = self._dirs()
-        ranges = []
+        ranges: list[InputPartition] = []
         for key, last in sorted(end.items()):
             first = start.get(key, 0)
             if last > first and key in dirs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from logs import read_with_kafka_python, write_partition
 
@@ -97,3 +98,37 @@ def test_entry_size_below_minimum_raises(tmp_path: Path) -> None:
     buf = np.frombuffer(b"\x00" * 8 + b"\x00\x00\x00\x02" + b"\x00" * 20, dtype=np.uint8)
     with pytest.raises(CorruptRecordError, match="below the smallest legal entry"):
         arrow.walk(buf, 0, len(buf), "test")
+
+
+@pytest.mark.parametrize("text", ["bench", "00000000000000000000.log", "", "naïve"])
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_constant_strings_equal_pyarrow(text: str, n: int) -> None:
+    got = arrow.constant_strings(text, n)
+    got.validate(full=True)
+    assert got.equals(pa.array([text] * n, pa.string()))
+
+
+def test_string_column_by_code_mixed_and_constant() -> None:
+    codes = np.array([0, 4, 4, 1, 0, 3, 2], np.int16)
+    mixed = arrow._strings(codes, arrow.CODEC_NAMES)
+    mixed.validate(full=True)
+    assert mixed.to_pylist() == ["none", "zstd", "zstd", "gzip", "none", "lz4", "snappy"]
+    same = arrow._strings(np.full(5, 1, np.int16), arrow.TIMESTAMP_TYPE_NAMES)
+    assert same.to_pylist() == ["LogAppendTime"] * 5
+
+
+def test_gather_packs_spans_with_nulls() -> None:
+    buf = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", np.uint8)
+    starts = np.array([3, 0, 10, 25, 7], np.int64)
+    lengths = np.array([4, -1, 0, 1, 10], np.int32)
+    got = arrow._binary(buf, starts, lengths, pa.binary())
+    got.validate(full=True)
+    assert got.to_pylist() == [b"defg", None, b"", b"z", b"hijklmnopq"]
+
+
+def test_sequences_wrap_and_no_sequence() -> None:
+    base = np.array([-1, 5, 2**31 - 2], np.int32)
+    batch = np.array([0, 0, 1, 1, 2, 2, 2])
+    delta = np.array([0, 1, 0, 3, 0, 1, 2])
+    assert arrow._sequences(base, batch, delta).tolist() == [-1, -1, 5, 8, 2**31 - 2, 2**31 - 1, 0]
+    assert arrow._sequences(np.array([-1, -1], np.int32), batch[:4], delta[:4]).tolist() == [-1] * 4

@@ -79,3 +79,14 @@ def test_predicted_retention_matches_the_storage_engine(tmp_path: Path, retentio
     result = delete_old_segments(log, now_ms)
     assert predicted == {"size": result.size_breached, "time": result.time_breached}
     assert predicted["size"] + predicted["time"] > 0 or retention == (-1, -1)
+
+
+@pytest.mark.spark
+def test_first_clean_prediction_worked_example(spark) -> None:  # type: ignore[no-untyped-def]
+    rows = [(0, 5, b"k", "00000000000000000000.log"), (0, 40, b"k", "00000000000000000000.log"),
+            (0, 41, b"j", "00000000000000000000.log"), (0, 120, b"k", "00000000000000000100.log"),
+            (1, 3, b"k", "00000000000000000000.log")]
+    df = spark.createDataFrame(rows, "partition int, offset bigint, key binary, segment string")
+    kept = {(r.partition, r.offset): r.kept for r in labs.first_clean_prediction(df).collect()}
+    # partition 1 is all active segment; in partition 0 offset 5 is superseded below 100
+    assert kept == {(0, 5): False, (0, 40): True, (0, 41): True, (0, 120): True, (1, 3): True}
