@@ -37,6 +37,8 @@ from kafkalab.purgatory.examples import DelayedMinBytesFetch
 
 clock = ManualClock(0)
 fetch_purgatory = DelayedOperationPurgatory("Fetch", clock)
+purgatory_trace = []  # the purgatory's trace events, shown below
+fetch_purgatory.add_listener(purgatory_trace.append)
 appended = {"t-0": 0, "t-1": 0}
 busy = DelayedMinBytesFetch(500, 100, ("t-0",), appended, clock, name="fetch t-0")
 quiet = DelayedMinBytesFetch(500, 100, ("t-1",), appended, clock, name="fetch t-1")
@@ -79,6 +81,30 @@ print(inspect.getsource(DelayedOperation.run))
 print("force_complete again on the finished fetch:", busy.force_complete())
 
 # %% [markdown]
+# The purgatory can narrate all of this itself. The first cell subscribed a listener with
+# `fetch_purgatory.add_listener(purgatory_trace.append)`; here is what it heard. (Each event
+# also carries `operation_key`, the operation's `id()` -- the same number the timer's own events
+# call `task_key` -- left out here because it changes from run to run.)
+
+# %%
+def show(event) -> str:
+    fields = ", ".join(f"{name}={getattr(event, name)!r}"
+                       for name in event.__dataclass_fields__ if name != "operation_key")
+    return f"{type(event).__name__}({fields})"
+
+for event in purgatory_trace:
+    print(show(event))
+
+# %% [markdown]
+# Every operation opens with `OperationWatched` -- or with `OperationCompleted(key=None)` if it
+# could complete on arrival -- and ends with at most one of `OperationCompleted(key=...)` (an
+# event on that key completed it) and `OperationExpired` (the timer did). The append at 40 ms
+# left no trace: `check_and_complete("t-0")` tried the fetch, 60 < 100 bytes, and nothing
+# changed. The last three lines of `run`, printed above, are how the timer's road reports its
+# `OperationExpired`. When nobody listens, each of these sites costs a test of an empty list
+# and builds no event, so the broker pays nothing for the narration it is not using.
+
+# %% [markdown]
 # ## Watch keys, and why the purgatory purges
 # `try_complete_else_watch` checks the operation once, then puts it on the **watch list** of
 # every key it names (a produce to three partitions is watched under all three), checks it a
@@ -93,6 +119,8 @@ print("force_complete again on the finished fetch:", busy.force_complete())
 
 # %%
 purgatory = DelayedOperationPurgatory("Fetch", ManualClock(0), purge_interval=1_000)
+purge_trace = []
+purgatory.add_listener(purge_trace.append)
 nothing = {"quiet-0": 0}
 for i in range(1_500):
     purgatory.try_complete_else_watch(
@@ -102,9 +130,13 @@ purgatory.timer.advance_clock(500)  # the timer alone: every fetch expires
 print("after expiry:       ", purgatory)
 purgatory.advance_clock(500)        # the purgatory's own advance also checks the purge rule
 print("after purge check:  ", purgatory, "| purges:", purgatory.purge_count)
+from collections import Counter
+print("events:", dict(Counter(type(event).__name__ for event in purge_trace)))
+print(show(purge_trace[-1]))
 
 # %% [markdown]
-# 1,500 watched − 0 pending > 1,000, so the watch lists were swept and the estimate reset.
+# 1,500 watched − 0 pending > 1,000, so the watch lists were swept and the estimate reset;
+# `OperationsPurged` records the sweep with the two counts that triggered it.
 #
 # ## Delayed delete
 # Retention does not delete a segment's files at once: it renames them with a `.deleted`
@@ -269,9 +301,31 @@ for n in (1_000, 10_000, 100_000):
 # worst case is still log₂ n.) The wheel's work per task is fixed by the *range of delays* --
 # how many levels 30 s spans -- not by how many tasks are pending.
 #
+# Before the stopwatch, one more count, because "the same work per task" has a catch. The
+# benchmark below keeps n timeouts pending in a steady state: delays uniform in 1..30,000 ms,
+# new ones arriving as fast as old ones expire. How often does a bucket flush, per timer, and
+# how often is a timer cascaded?
+
+# %%
+from kafkalab.bench.bench_timer import steady_state_flushes
+
+print(f"{'pending n':>10} {'bucket flushes per timer':>25} {'cascades per timer':>19}")
+for n in (1_000, 10_000, 100_000):
+    flushes, cascades = steady_state_flushes(n)
+    print(f"{n:>10,} {flushes:>25.2f} {cascades:>19.2f}")
+
+# %% [markdown]
+# Cascades per timer are fixed by the delays. Flushes per timer are not: with a thousand
+# timeouts spread over 30 s, a 20 ms bucket of level 1 holds one or two timers and a 1 ms bucket
+# of level 0 usually one, so a timer pays for one and a half bucket flushes of its own -- a pop
+# from the delay queue, a move of the hands, a push when it cascades into an empty bucket.
+# With a hundred thousand, dozens of timers share each flush; instead, once every 8 s a single
+# level-3 bucket cascades some fifty thousand timers at once.
+#
 # Now with a stopwatch: steady-state insert + expire with n timeouts pending, kafkalab's
 # pure-Python wheel against a C-coded `heapq` timer (`kafkalab/bench/bench_timer.py`; `make
-# bench` prints the same figures, up to a million pending, as BENCH lines). Timings differ
+# bench` prints the same figures, up to a million pending, as BENCH lines). Each figure spans
+# whole 8 s periods of simulated time, so every n pays for its coarse flushes. Timings differ
 # from machine to machine, so this cell's output is not compared by the tests.
 
 # %% tags=["nbval-ignore-output"]
@@ -299,16 +353,12 @@ for label, values in ns_per_op.items():
 
 # %% [markdown]
 # The heap's line climbs with n -- more comparisons per pop, and a bigger array that fits the
-# CPU caches less well -- while the wheel's does not climb with n (its highest point, if any,
-# is the sparsest wheel; see below). In absolute terms the C-coded
-# heap is faster at small n; the point is the *shape*: the wheel's cost per operation does not
-# depend on how many operations are waiting, so somewhere between a hundred thousand and a
-# million pending timeouts (`make bench`) even a pure-Python wheel overtakes the C heap.
-#
-# The wheel has a weak spot of its own: *sparse* timeouts. With a thousand timeouts spread over
-# 30 s, nearly every bucket holds a single task, so each insert and each cascade queues a bucket
-# of its own and the delay queue does heap work per task after all. The denser the wheel, the
-# more tasks share one bucket's flush -- which is exactly the regime Kafka built it for.
+# CPU caches less well. The wheel's stays level: the sparse wheel's extra flushes and the
+# dense wheel's big cascades come to about the same cost per operation, and neither depends
+# on how many operations are waiting. In absolute terms the C-coded heap is faster at small n;
+# the point is the *shape*: around a hundred thousand pending timeouts even a pure-Python wheel
+# catches up with the C heap, and at a million (`make bench`) it is well ahead -- though there
+# it slows down too, as its timers no longer fit the CPU caches either.
 #
 # ## Exercises
 # **Predict, then check 1.** With tickMs = 1 and wheelSize = 20, the clock at 0, in which level,

@@ -57,7 +57,12 @@ Not thread-safe; owned by one purgatory (or timer).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from kafkalab.timer.task_list import TimerTask
+
+if TYPE_CHECKING:
+    from kafkalab.purgatory.purgatory import DelayedOperationPurgatory
 
 
 class DelayedOperation(TimerTask):
@@ -67,11 +72,14 @@ class DelayedOperation(TimerTask):
     ``__slots__`` for their own fields. Not thread-safe; owned by one purgatory.
     """
 
-    __slots__ = ("_completed",)
+    __slots__ = ("_completed", "_purgatory")
 
     def __init__(self, delay_ms: int, name: str = "") -> None:
         super().__init__(delay_ms, name)
         self._completed = False
+        # The purgatory that watches this operation (set by try_complete_else_watch), so the
+        # timer's road can report the expiry to that purgatory's trace listeners.
+        self._purgatory: DelayedOperationPurgatory[Any] | None = None
 
     @property
     def is_completed(self) -> bool:
@@ -97,6 +105,9 @@ class DelayedOperation(TimerTask):
         """The timer's road: the delay ran out before any event completed the operation."""
         if self.force_complete():
             self.on_expiration()
+            purgatory = self._purgatory
+            if purgatory is not None and purgatory._listeners:
+                purgatory._emit_expired(self)
 
     def try_complete(self) -> bool:
         """Check the condition; if it holds return ``self.force_complete()``, else False."""

@@ -29,17 +29,29 @@ The timer has run them, so ``num_delayed`` is 0 but ``estimated_total`` is 1,500
 watch list for ``t-0`` still holds 1,500 completed operations. 1,500 - 0 > 1,000, so the next
 ``advance_clock`` purges them and resets ``estimated_total`` to 0.
 
+Every step can be watched: ``add_listener`` receives the trace events of
+``kafkalab.purgatory.events`` (watched, completed by an event, expired by the timer, purged).
+With no listener the purgatory builds no event -- each site tests the listener list first.
+
 Not thread-safe; owned by one broker. The timer should be the purgatory's own (as in Kafka),
 since ``num_delayed`` is the timer's size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 from kafkalab.clock import Clock
 from kafkalab.errors import TimerError
+from kafkalab.purgatory.events import (
+    OperationCompleted,
+    OperationExpired,
+    OperationsPurged,
+    OperationWatched,
+    PurgatoryEvent,
+    PurgatoryListener,
+)
 from kafkalab.purgatory.operation import DelayedOperation
 from kafkalab.timer.timer import Timer
 
@@ -83,6 +95,9 @@ class DelayedOperationPurgatory(Generic[Op]):
         # Operations ever watched since the last purge (Kafka's estimatedTotalOperations).
         self.estimated_total = 0
         self.purge_count = 0
+        # Trace listeners (kafkalab.purgatory.events): every emitting site tests this list
+        # first, so an unobserved purgatory builds no events.
+        self._listeners: list[PurgatoryListener] = []
 
     # -- the three entry points --------------------------------------------------------------
 
@@ -99,6 +114,8 @@ class DelayedOperationPurgatory(Generic[Op]):
                 f"more than {WATCH_KEYS_MAX}"
             )
         if operation.safe_try_complete():
+            if self._listeners:
+                self._emit_completed(operation, None)
             return True
         for key in watch_keys:
             if operation.is_completed:
@@ -106,9 +123,19 @@ class DelayedOperationPurgatory(Generic[Op]):
                 break
             self._watchers.setdefault(key, []).append(operation)
         self.estimated_total += 1
+        operation._purgatory = self
+        if self._listeners:
+            self._emit(
+                OperationWatched(
+                    self.name, id(operation), operation.name, tuple(watch_keys),
+                    operation.delay_ms,
+                )
+            )
         # Second check: an event between the first check and the watch would otherwise be
         # missed forever (Kafka's safeTryCompleteOrElse).
         if operation.safe_try_complete():
+            if self._listeners:
+                self._emit_completed(operation, None)
             return True
         if not operation.is_completed:
             self.timer.add(operation)
@@ -127,6 +154,8 @@ class DelayedOperationPurgatory(Generic[Op]):
         for operation in tuple(operations):
             if not operation.is_completed and operation.safe_try_complete():
                 completed += 1
+                if self._listeners:
+                    self._emit_completed(operation, key)
         self._drop_completed(key)
         return completed
 
@@ -142,11 +171,14 @@ class DelayedOperationPurgatory(Generic[Op]):
 
     def purge_completed(self) -> int:
         """Drop completed operations from every watch list; returns how many were dropped."""
-        self.estimated_total = self.num_delayed()
+        estimated_total, num_delayed = self.estimated_total, self.num_delayed()
+        self.estimated_total = num_delayed
         purged = 0
         for key in list(self._watchers):
             purged += self._drop_completed(key)
         self.purge_count += 1
+        if self._listeners:
+            self._emit(OperationsPurged(self.name, purged, estimated_total, num_delayed))
         return purged
 
     def cancel_for_key(self, key: Hashable) -> list[Op]:
@@ -168,6 +200,33 @@ class DelayedOperationPurgatory(Generic[Op]):
         else:
             del self._watchers[key]
         return dropped
+
+    # -- trace events ------------------------------------------------------------------------
+
+    def add_listener(self, listener: PurgatoryListener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every trace event; returns a function that unsubscribes."""
+        if not callable(listener):
+            raise TimerError(
+                f"purgatory {self.name!r}: cannot add listener {listener!r}: it is not callable"
+            )
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _emit(self, event: PurgatoryEvent) -> None:
+        for listener in self._listeners:
+            listener(event)
+
+    def _emit_completed(self, operation: Op, key: Hashable | None) -> None:
+        self._emit(OperationCompleted(self.name, id(operation), operation.name, key))
+
+    def _emit_expired(self, operation: DelayedOperation) -> None:
+        """Called by ``DelayedOperation.run`` when the timeout completed a watched operation."""
+        now_ms = self.timer.current_time_ms
+        self._emit(
+            OperationExpired(
+                self.name, id(operation), operation.name, operation.expiration_ms, now_ms
+            )
+        )
 
     # -- inspection --------------------------------------------------------------------------
 
