@@ -8,6 +8,7 @@ import math
 import random
 
 from kafkalab.bench.bench_timer import (
+    CASCADE_PERIOD_MS,
     HORIZON_MS,
     HeapTimer,
     Rates,
@@ -94,3 +95,10 @@ def test_steady_state_flushes_fall_with_n_while_cascades_do_not() -> None:
     # Sparse: a level-1 bucket (20 ms) holds ~1.3 timers and a level-0 bucket one, so a timer
     # pays for more than one flush of its own; ten times the timers share far more.
     assert sparse_flushes > 1.2 and dense_flushes < 0.6 * sparse_flushes
+
+
+def test_cascade_period_is_the_tick_of_the_coarsest_level_the_delays_reach() -> None:
+    timer = Timer(ManualClock(0))
+    timer.add(Log(HORIZON_MS, []))
+    (bucket,) = [b for wheel in timer.wheel.levels() for b in wheel.buckets if b.task_count]
+    assert timer.wheel.levels()[bucket.level].tick_ms == CASCADE_PERIOD_MS
