@@ -17,7 +17,13 @@ from kafkalab.protocol.header import decode_response, encode_request
 
 
 class Harness:
-    """Sends requests on connection 1 (or another) and decodes the responses."""
+    """Sends requests on connection 1 (or another) and decodes the responses.
+
+    Every harness is listed in ``OPEN`` until closed, so the broker tests' autouse fixture can
+    shut down what a test left open (each open broker holds a handful of segment and index
+    descriptors)."""
+
+    OPEN: list[Harness] = []
 
     def __init__(self, data_dir: Path, seed: int = 0, properties: dict[str, str] | None = None,
                  **settings: Any) -> None:
@@ -25,6 +31,8 @@ class Harness:
         self.clock = ManualClock(now_ms=1_000_000)
         self.broker = open_broker(data_dir, properties or {}, BrokerSettings(**settings), self.clock,
                                   random.Random(seed))
+        self.closed = False
+        Harness.OPEN.append(self)
         self.config_store = self.broker.config_store
         self.log_store = self.broker.log_store
         self._correlation_id = 0
@@ -80,7 +88,19 @@ class Harness:
                      "partition_max_bytes": partition_max_bytes}]}]}
 
     def close(self) -> None:
+        """Shut the broker down (flush, checkpoints, release every file); idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self in Harness.OPEN:
+            Harness.OPEN.remove(self)
         self.broker.shutdown()
+
+
+def close_harnesses_opened_since(count: int) -> None:
+    """Close every harness opened after the first ``count`` (a test's leftovers)."""
+    for harness in Harness.OPEN[count:]:
+        harness.close()
 
 
 def batch(values: list[bytes], *, key: bytes | None = b"k", timestamp_ms: int = 1_000,

@@ -191,6 +191,6 @@ _HARNESS: list[Harness] = []
 
 
 def _shared_harness(factory) -> Harness:
-    if not _HARNESS:
-        _HARNESS.append(Harness(factory.mktemp("fuzz"), seed=random.Random(1).randrange(100)))
+    if not _HARNESS or _HARNESS[0].closed:  # the autouse fixture closes it after its test
+        _HARNESS[:] = [Harness(factory.mktemp("fuzz"), seed=random.Random(1).randrange(100))]
     return _HARNESS[0]
