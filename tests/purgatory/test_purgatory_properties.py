@@ -8,6 +8,13 @@ from hypothesis import strategies as st
 
 from kafkalab.clock import ManualClock
 from kafkalab.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkalab.purgatory.events import (
+    OperationCompleted,
+    OperationExpired,
+    OperationsPurged,
+    OperationWatched,
+    PurgatoryEvent,
+)
 
 KEYS = ("t-0", "t-1", "t-2")
 
@@ -59,6 +66,8 @@ def test_each_operation_completes_once_by_the_right_road(
     ops = [
         WaitForBytes(d, sizes, keys, m, log, clock, purgatory.timer, f"op{i}") for i, (d, keys, m) in enumerate(operations)
     ]
+    trace: list[PurgatoryEvent] = []
+    purgatory.add_listener(trace.append)
     for op in ops:
         purgatory.try_complete_else_watch(op, op.keys)
     # Reference: replay the same events on plain numbers.
@@ -98,3 +107,23 @@ def test_each_operation_completes_once_by_the_right_road(
     assert purgatory.num_delayed() == 0
     purgatory.purge_completed()
     assert purgatory.watched() == 0
+    check_trace(trace, ops, expected)
+
+
+def check_trace(
+    trace: list[PurgatoryEvent], ops: list[WaitForBytes], expected: dict[str, tuple[str, int]]
+) -> None:
+    """The trace tells the same story as the reference: one watch, then the right ending."""
+    by_op: dict[int, list[PurgatoryEvent]] = {}
+    for event in trace:
+        if not isinstance(event, OperationsPurged):
+            by_op.setdefault(event.operation_key, []).append(event)
+    assert sorted(by_op) == sorted(id(op) for op in ops)
+    for op in ops:
+        opening, ending = by_op[id(op)]  # min_bytes >= 1, so none completes on arrival
+        assert opening == OperationWatched("p", id(op), op.name, tuple(op.keys), op.delay_ms)
+        road, when = expected[op.name]
+        if road == "complete":
+            assert isinstance(ending, OperationCompleted) and ending.key in op.keys
+        else:
+            assert ending == OperationExpired("p", id(op), op.name, op.expiration_ms, when)
