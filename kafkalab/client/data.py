@@ -6,12 +6,14 @@ linger, retries) and consumer (groups, positions) build on the same requests lat
 
 Worked example: ``produce_batch(conn, "orders", 0, [Record(0, now_ms, b"k", b"v")], acks=1)``
 builds one magic-2 batch with :func:`kafkalab.records.build_batch`, sends Produce, and returns the
-base offset the broker assigned, say 41; ``fetch_records(conn, "orders", 0, 41)`` then returns
+base offset the broker assigned, say 41 (:func:`send_batch` also returns the batch's encoded size,
+70 bytes for that one record, which is what a producer's ``batch-size-avg`` reports); ``fetch_records(conn, "orders", 0, 41)`` then returns
 that record with offset 41 and the partition's high watermark, 42.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.client.connection import BrokerConnection, check_error
@@ -35,9 +37,18 @@ CODECS: dict[str, Compression] = {
 }
 
 
-def produce_batch(conn: BrokerConnection, topic: str, partition: int, records: list[Record], *,
-                  acks: int = 1, compression: Compression = Compression.NONE) -> int:
-    """Send ``records`` as one batch; return the base offset (-1 with ``acks=0``)."""
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    """What one produced batch cost and where it went: ``batch_bytes`` is the encoded batch as
+    sent (compressed, header included), ``base_offset`` the broker's answer (-1 with acks=0)."""
+
+    base_offset: int
+    batch_bytes: int
+
+
+def send_batch(conn: BrokerConnection, topic: str, partition: int, records: list[Record], *,
+               acks: int = 1, compression: Compression = Compression.NONE) -> ProduceResult:
+    """Send ``records`` as one batch; return its base offset and encoded size."""
     request = SCHEMAS[PRODUCE_KEY][0].cls
     data_cls = request.TopicProduceData
     batch = build_batch(records, compression=compression)
@@ -45,11 +56,17 @@ def produce_batch(conn: BrokerConnection, topic: str, partition: int, records: l
         data_cls(name=topic, partition_data=(data_cls.PartitionProduceData(index=partition, records=batch),)),))
     response = conn.request(PRODUCE_KEY, body, expect_response=acks != 0)
     if response is None:
-        return -1
+        return ProduceResult(-1, len(batch))
     (topic_response,) = response.responses
     (result,) = topic_response.partition_responses
     check_error(result.error_code, f"produce to {topic}-{partition}", getattr(result, "error_message", None))
-    return int(result.base_offset)
+    return ProduceResult(int(result.base_offset), len(batch))
+
+
+def produce_batch(conn: BrokerConnection, topic: str, partition: int, records: list[Record], *,
+                  acks: int = 1, compression: Compression = Compression.NONE) -> int:
+    """Send ``records`` as one batch; return the base offset (-1 with ``acks=0``)."""
+    return send_batch(conn, topic, partition, records, acks=acks, compression=compression).base_offset
 
 
 def list_offset(conn: BrokerConnection, topic: str, partition: int, timestamp_ms: int) -> int:

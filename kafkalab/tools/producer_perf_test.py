@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kafkalab.client.connection import BrokerConnection, bootstrap, check_error
-from kafkalab.client.data import CODECS, produce_batch
+from kafkalab.client.data import CODECS, send_batch
 from kafkalab.clock import Clock, SystemClock
 from kafkalab.config.store import read_properties
 from kafkalab.errors import BrokerResponseError, ConfigError, KafkaError, RecordTooLargeError
@@ -390,8 +390,16 @@ class SendMetrics:
     batch_bytes_max: int = 0
     request_latency_total_ms: float = 0.0
     request_latency_max_ms: float = 0.0
+    compression_rate_total: float = 0.0  # sum of encoded / uncompressed size, per measured batch
+    measured_batches: int = 0  # batches whose encoded size the transport reported
 
-    def on_request(self, batch: ProducerBatch, latency_ms: float, ok: bool) -> None:
+    def on_request(self, batch: ProducerBatch, latency_ms: float, ok: bool, batch_bytes: int | None = None) -> None:
+        """Count one request. ``batch_bytes`` is the encoded batch as sent (compressed), when the
+        transport knows it; without it the batch counts at its exact uncompressed size."""
+        if batch_bytes is not None:
+            self.compression_rate_total += batch_bytes / batch.size_bytes
+            self.measured_batches += 1
+        size_bytes = batch.size_bytes if batch_bytes is None else batch_bytes
         self.request_total += 1
         count = len(batch.records)
         if ok:
@@ -399,8 +407,8 @@ class SendMetrics:
         else:
             self.record_error_total += count
         self.record_bytes_total += sum(len(r.value or b"") for r in batch.records)
-        self.batch_bytes_total += batch.size_bytes
-        self.batch_bytes_max = max(self.batch_bytes_max, batch.size_bytes)
+        self.batch_bytes_total += size_bytes
+        self.batch_bytes_max = max(self.batch_bytes_max, size_bytes)
         self.request_latency_total_ms += latency_ms
         self.request_latency_max_ms = max(self.request_latency_max_ms, latency_ms)
 
@@ -409,7 +417,7 @@ class SendMetrics:
         requests = max(self.request_total, 1)
         records = max(self.record_send_total + self.record_error_total, 1)
         values = {
-            "batch-size-avg": self.batch_bytes_total / requests,  # uncompressed bytes, see module doc
+            "batch-size-avg": self.batch_bytes_total / requests,  # encoded bytes, as Kafka's Sender
             "batch-size-max": float(self.batch_bytes_max),
             "record-error-total": float(self.record_error_total),
             "record-send-total": float(self.record_send_total),
@@ -419,6 +427,8 @@ class SendMetrics:
             "request-latency-max": self.request_latency_max_ms,
             "request-total": float(self.request_total),
         }
+        if self.measured_batches:  # Kafka's ratio of compressed to uncompressed batch size
+            values["compression-rate-avg"] = self.compression_rate_total / self.measured_batches
         names = {f"producer-metrics:{name}:{{client-id={client_id}}}": value for name, value in values.items()}
         width = max(len(name) for name in names)
         return ["", f"{'Metric Name':<{width}}   Value"] + [
@@ -427,7 +437,9 @@ class SendMetrics:
 
 # ----------------------------------------------------------------------------- the run
 
-Transport = Callable[[int, list[Record]], None]  # send one batch to a partition; raise on failure
+# Send one batch to a partition; raise on failure. Returns the encoded batch's size in bytes, or
+# None when the transport cannot tell (the metrics then count the uncompressed size).
+Transport = Callable[[int, list[Record]], "int | None"]
 
 
 class PerfProducer:
@@ -479,14 +491,15 @@ class PerfProducer:
     def _send(self, batches: list[ProducerBatch], stats: Stats) -> None:
         for batch in batches:
             request_start_ns = self.clock.nanoseconds()
+            batch_bytes: int | None = None
             try:
-                self.transport(batch.partition, batch.records)
+                batch_bytes = self.transport(batch.partition, batch.records)
                 ok = True
             except BrokerResponseError as error:  # Kafka's callback prints the failure and goes on
                 print(f"ERROR {error}", file=self.err)
                 ok = False
             now_ns = self.clock.nanoseconds()
-            self.metrics.on_request(batch, (now_ns - request_start_ns) / 1e6, ok)
+            self.metrics.on_request(batch, (now_ns - request_start_ns) / 1e6, ok, batch_bytes)
             if ok:
                 for record, start_ns in zip(batch.records, batch.send_start_ns, strict=True):
                     stats.record((now_ns - start_ns) // 1_000_000, len(record.value or b""), now_ns)
@@ -525,9 +538,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                        client_id=settings.client_id) as conn:
             partition_count = topic_partition_count(conn, args.topic)
 
-            def transport(partition: int, records: list[Record]) -> None:
-                produce_batch(conn, args.topic, partition, records, acks=settings.acks,
-                              compression=settings.compression)
+            def transport(partition: int, records: list[Record]) -> int:
+                return send_batch(conn, args.topic, partition, records, acks=settings.acks,
+                                  compression=settings.compression).batch_bytes
 
             producer = PerfProducer(settings, partition_count, transport, clock=clock or SystemClock(),
                                     sleep_ns=lambda ns: time.sleep(ns / 1e9), rng=rng, out=out, err=err)

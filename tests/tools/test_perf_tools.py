@@ -238,6 +238,41 @@ def test_metrics_table_uses_kafka_layout() -> None:
     assert lines[2:] == sorted(lines[2:]) and len({len(line.split(" : ")[0]) for line in lines[2:]}) == 1
 
 
+def test_metrics_count_the_encoded_size_when_the_transport_reports_it() -> None:
+    metrics = ppt.SendMetrics()
+    batch = ppt.ProducerBatch(0, 0, 0)
+    batch.append(b"x" * 10, 0, 0, ppt.record_size_in_batch(0, 0, None, b"x" * 10))  # 78 B uncompressed
+    metrics.on_request(batch, 4.0, ok=True, batch_bytes=39)
+    metrics.on_request(batch, 4.0, ok=True, batch_bytes=78)
+    values = {line.split(":")[1]: float(line.rsplit(" : ", 1)[1]) for line in metrics.table("c")[2:]}
+    assert values["batch-size-avg"] == 58.5 and values["batch-size-max"] == 78
+    assert values["compression-rate-avg"] == 0.75  # (39/78 + 78/78) / 2, Kafka's per-batch average
+    unmeasured = ppt.SendMetrics()
+    unmeasured.on_request(batch, 4.0, ok=True)
+    assert not any("compression-rate" in line for line in unmeasured.table("c"))
+
+
+def test_send_batch_reports_the_encoded_size_it_sent(tmp_path: Path) -> None:
+    from kafkalab.client.data import send_batch
+    from kafkalab.records import Compression
+
+    records = [Record(i, 1_000 + i, None, b"abc" * 50) for i in range(20)]
+    server = start_server(tmp_path / "data")
+    try:
+        make_topic(server, "sizes", 1)
+        with bootstrap(server.bootstrap) as conn:
+            plain = send_batch(conn, "sizes", 0, records)
+            packed = send_batch(conn, "sizes", 0, records, compression=Compression.GZIP)
+            unacked = send_batch(conn, "sizes", 0, records, acks=0)
+        stored = [b.size_in_bytes for b in raw_batches(server, "sizes", 0)]
+    finally:
+        server.stop()
+    assert (plain.base_offset, packed.base_offset, unacked.base_offset) == (0, 20, -1)
+    assert plain.batch_bytes == len(build_batch(records)) == unacked.batch_bytes
+    assert stored == [plain.batch_bytes, packed.batch_bytes, unacked.batch_bytes]
+    assert packed.batch_bytes < plain.batch_bytes
+
+
 # ----------------------------------------------------------------------------- a whole run on a manual clock
 
 
@@ -485,7 +520,18 @@ def test_compressed_payload_file_run_and_consumer_timeout(server: ServerProcess,
     assert re.search(r"producer-metrics:record-send-total:\{client-id=perf-producer-client\} +: 400\.000", out)
     messages = read_with_kafka_python(server, "perf-b", 1, 400)
     assert Counter(m.value for m in messages).keys() == {b"red", b"green", b"blue"}
-    assert {b.compression_type for b in raw_batches(server, "perf-b", 0)} == {3}  # lz4
+    batches = raw_batches(server, "perf-b", 0)
+    assert {b.compression_type for b in batches} == {3}  # lz4
+    # batch-size-avg counts the encoded batches as sent, as the broker stored them
+    average = sum(b.size_in_bytes for b in batches) / len(batches)
+    reported = re.search(r"producer-metrics:batch-size-avg:\{client-id=perf-producer-client\} +: (\S+)", out)
+    assert reported is not None and float(reported[1]) == pytest.approx(average, abs=0.001)
+    # compression-rate-avg: per batch, stored (lz4) size over the uncompressed v2 size of its records
+    rates = [b.size_in_bytes / (ppt.V2_HEADER_SIZE + sum(
+        ppt.record_size_in_batch(r.offset - b.base_offset, r.timestamp - b.first_timestamp, r.key, r.value)
+        for r in b)) for b in raw_batches(server, "perf-b", 0)]
+    rate = re.search(r"producer-metrics:compression-rate-avg:\{client-id=perf-producer-client\} +: (\S+)", out)
+    assert rate is not None and float(rate[1]) == pytest.approx(sum(rates) / len(rates), abs=0.001)
 
     assert main(["consumer-perf-test", "--bootstrap-server", server.bootstrap, "--topic", "perf-b",
                  "--messages", "5", "--from-latest", "--timeout", "200", "--hide-header"]) == 0
