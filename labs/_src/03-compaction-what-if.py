@@ -96,16 +96,74 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ## Run the real cleaner
-# `LogCleaner.force_clean` cleans one log now, whatever its dirty ratio; the cleaner's
-# checkpoint file then records where the clean range ended.
+# ## Bytes saved for several `segment.bytes`
+# The cleaner never reads the active segment, so what the first clean can save depends on how
+# much of the log the active segment holds -- which `segment.bytes` decides. Below, the same
+# records are written again with several segment sizes. For each copy Spark predicts the
+# records the first clean removes (`labs.first_clean_prediction`, the window above); then the
+# real cleaner cleans the copy, and the two record counts must agree. The bytes are the
+# cleaner's own.
 
 # %%
+import shutil
+
+import pandas as pd
+
 from kafkalab.spark import labs
 from kafkalab.storage.cleaner.manager import LogCleaner
 
 now_ms = START_MS + PARAMS["records"]  # the clock just after the last append (rate 1,000/s)
 OVERRIDES = {"cleanup.policy": "compact", "segment.bytes": str(PARAMS["segment_bytes"])}
+
+SEGMENT_SIZES = [PARAMS["segment_bytes"] * k // 4 for k in (1, 4, 16, 32)]  # the largest exceeds a partition
+what_if = []
+for size in SEGMENT_SIZES:
+    copy_dir = Path(tempfile.mkdtemp(prefix="lab03-size-"))
+    generate(GenSpec(**{**{f: getattr(spec, f) for f in spec.__slots__}, "data_dir": str(copy_dir),
+                        "config": (("segment.bytes", str(size)),)}), show_progress=False)
+    copy = spark.read.format("kafkalog").schema("partition int, offset bigint, key binary, segment string")
+    guess = labs.first_clean_prediction(copy.load(str(copy_dir))).agg(
+        F.count("*").alias("records"), F.sum((~F.col("kept")).cast("int")).alias("removable"),
+        F.sum((F.col("offset") >= F.col("first_uncleanable")).cast("int")).alias("in_active")).first()
+    before = sum(p.stat().st_size for p in copy_dir.rglob("*.log"))
+    for p in sorted(written):
+        log = labs.open_partition_log(copy_dir / f"profiles-{p}", {**OVERRIDES, "segment.bytes": str(size)}, now_ms)
+        cleaner_for_copy = LogCleaner(copy_dir, lambda: now_ms)
+        cleaner_for_copy.force_clean(log)
+        log.close()
+    after_records = spark.read.format("kafkalog").schema("offset bigint").load(str(copy_dir)).count()
+    after = sum(p.stat().st_size for p in copy_dir.rglob("*.log"))
+    assert guess["records"] - guess["removable"] == after_records, (size, guess, after_records)
+    what_if.append({"segment.bytes": size, "share in active segment": round(guess["in_active"] / guess["records"], 3),
+                    "records removed": guess["removable"], "bytes saved": before - after,
+                    "share of bytes saved": round((before - after) / before, 3)})
+    shutil.rmtree(copy_dir)
+what_if = pd.DataFrame(what_if)
+what_if
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 3))
+ax.plot(what_if["segment.bytes"] / 1024, what_if["share of bytes saved"], marker="o", label="bytes saved by the first clean")
+ax.plot(what_if["segment.bytes"] / 1024, what_if["share in active segment"], marker="s", label="records in the active segment")
+ax.set_xscale("log", base=2)
+ax.set_xlabel("segment.bytes (KiB)")
+ax.set_ylabel("share of the log")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# The active segment holds whatever arrived since the last roll: anything from nothing to
+# `segment.bytes`. Small segments keep that tail small, so almost all the garbage is reachable;
+# a segment as large as the partition never rolls, and a log that never rolls is never cleaned
+# (last row: nothing saved). Small segments clean better but mean more files, more index
+# memory and more frequent rolls: `segment.bytes` is a trade-off, not a knob to minimise.
+
+# %% [markdown]
+# ## Run the real cleaner
+# `LogCleaner.force_clean` cleans one log now, whatever its dirty ratio; the cleaner's
+# checkpoint file then records where the clean range ended.
+
+# %%
 bytes_before = sum(p.stat().st_size for p in data_dir.rglob("*.log"))
 cleaner = LogCleaner(data_dir, lambda: now_ms)
 outcomes = {}
@@ -170,7 +228,6 @@ for threshold in (0.5, 0.8, 0.85, 0.9):
                      "cleaner ratio": round(chosen.dirty_ratio, 4), "predicted cleanable": ratios[p] > threshold,
                      "cleanable": chosen.cleanable})
         log.close()
-import pandas as pd
 
 decisions = pd.DataFrame(rows)
 assert (decisions["predicted cleanable"] == decisions["cleanable"]).all()
