@@ -51,6 +51,7 @@ from kafkalab.errors import KafkaError
 from kafkalab.protocol.header import (
     API_VERSIONS_KEY,
     RequestHeader,
+    decode_request_body,
     decode_request_header,
     encode_response,
     unsupported_api_versions_response,
@@ -112,8 +113,7 @@ class Broker:
             # Bytes after the last field are ignored, as Kafka's request parser does: librdkafka
             # sends Metadata v9+ "all topics" with a 4-byte null count where a 1-byte varint
             # belongs (librdkafka issue 5049), and Kafka answers it.
-            body = SCHEMAS[header.api_key][0].decode(
-                memoryview(frame)[header.body_offset :], header.api_version, allow_trailing=True)
+            body = decode_request_body(header.api_key, header.api_version, memoryview(frame)[header.body_offset :])
         except KafkaError as error:
             self._close(connection_id, f"malformed API key {header.api_key} v{header.api_version}: {error}")
             return
