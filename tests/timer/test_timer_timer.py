@@ -13,6 +13,7 @@ from kafkalab.timer.events import (
     BucketFlushed,
     ClockAdvanced,
     OverflowWheelCreated,
+    TaskCancelled,
     TaskCascaded,
     TaskExpired,
     TaskScheduled,
@@ -143,8 +144,9 @@ def test_readding_a_pending_task_reschedules_it(invariants: Callable[[Timer], No
 @pytest.mark.parametrize("traced", [False, True])
 def test_task_cancelling_a_sibling_in_the_same_flush(traced: bool) -> None:
     clock, timer, log = setup()
+    events: list = []
     if traced:
-        timer.add_listener(lambda event: None)
+        timer.add_listener(events.append)
 
     class Canceller(TimerTask):
         __slots__ = ("victim",)
@@ -161,6 +163,11 @@ def test_task_cancelling_a_sibling_in_the_same_flush(traced: bool) -> None:
     timer.advance_clock(10)
     assert log == [("canceller", 10)]
     assert timer.size == 0
+    if traced:
+        # The victim was still linked in the bucket being flushed, so its cancel is traced there.
+        cancelled = [e for e in events if isinstance(e, TaskCancelled)]
+        assert [(e.task_key, e.level) for e in cancelled] == [(id(victim), 0)]
+        assert not any(isinstance(e, TaskExpired) and e.task_key == id(victim) for e in events)
 
 
 @pytest.mark.parametrize("traced", [False, True])
