@@ -353,12 +353,13 @@ for label, values in ns_per_op.items():
 
 # %% [markdown]
 # The heap's line climbs with n -- more comparisons per pop, and a bigger array that fits the
-# CPU caches less well. The wheel's stays level: the sparse wheel's extra flushes and the
-# dense wheel's big cascades come to about the same cost per operation, and neither depends
-# on how many operations are waiting. In absolute terms the C-coded heap is faster at small n;
-# the point is the *shape*: around a hundred thousand pending timeouts even a pure-Python wheel
-# catches up with the C heap, and at a million (`make bench`) it is well ahead -- though there
-# it slows down too, as its timers no longer fit the CPU caches either.
+# CPU caches less well -- to about three times its cost at a thousand. The wheel's stays level,
+# with no trend (its max/min, printed under the plot, is close to 1 where the heap's is about 3):
+# the sparse wheel pays for its own bucket flushes (the table above), the denser ones for their
+# coarse buckets' big cascades, and neither grows with the number of operations waiting. In absolute terms the C-coded heap is faster at small n; the
+# point is the *shape*: at a hundred thousand pending timeouts the pure-Python wheel is close
+# behind the C heap, and at a million (`make bench`) it is well ahead -- though there it slows
+# down too, as its timers no longer fit the CPU caches either.
 #
 # ## Exercises
 # **Predict, then check 1.** With tickMs = 1 and wheelSize = 20, the clock at 0, in which level,
