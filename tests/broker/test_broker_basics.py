@@ -114,6 +114,24 @@ def test_first_batch_is_returned_whole_even_over_the_limits(harness):
     assert [o for o, *_ in decode_records(records_of(data))] == [0]
 
 
+@pytest.mark.parametrize("version", [4, 11, 12])
+def test_partition_max_bytes_takes_as_many_whole_batches_as_fit(harness, version):
+    """librdkafka asks for max.partition.fetch.bytes = 1 MiB and fetch.max.bytes = 50 MiB: the
+    answer is every whole batch that fits the smaller bound, never a partial batch."""
+    harness.create_topic("t")
+    one = batch([b"x" * 300])
+    for _ in range(5):
+        harness.produce("t", 0, one)
+    for partition_max, max_bytes, expected in [
+        (3 * len(one), 50 << 20, 3), (4 * len(one) - 1, 50 << 20, 3), (5 * len(one), 50 << 20, 5),
+        (1 << 20, 2 * len(one) + 5, 2),
+    ]:
+        body = harness.fetch_body("t", 0, 0, partition_max_bytes=partition_max, max_bytes=max_bytes)
+        data = harness.call(1, version, body).responses[0].partitions[0]
+        assert len(records_of(data)) == expected * len(one), (partition_max, max_bytes)
+        assert [o for o, *_ in decode_records(records_of(data))] == list(range(expected))
+
+
 def test_max_bytes_bounds_the_second_partition(harness):
     harness.create_topic("t", 2)
     one = batch([b"x" * 300])

@@ -83,22 +83,27 @@ def _read_one(broker: Broker, topic: str, wanted: Any, limit: int, min_one_messa
         return _P(partition_index=wanted.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                   high_watermark=-1, records=None), 0
     high_watermark = log.high_watermark
-    common = dict(
-        partition_index=wanted.partition, high_watermark=high_watermark,
-        last_stable_offset=high_watermark, log_start_offset=log.log_start_offset,
-    )
-    if wanted.fetch_offset > high_watermark or wanted.fetch_offset < log.log_start_offset:
-        return _P(error_code=ErrorCode.OFFSET_OUT_OF_RANGE, records=None, **common), 0
+    log_start_offset = log.log_start_offset
+    fetch_offset = wanted.fetch_offset
+    if fetch_offset > high_watermark or fetch_offset < log_start_offset:
+        return _partition(wanted, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start_offset, None), 0
     if limit <= 0 and not min_one_message:
-        return _P(error_code=0, aborted_transactions=(), records=b"", **common), 0
+        return _partition(wanted, 0, high_watermark, log_start_offset, b""), 0
     try:
-        info = log.read(wanted.fetch_offset, max(limit, 1), max_offset=high_watermark,
-                        min_one_message=min_one_message)
+        info = log.read(fetch_offset, max(limit, 1), max_offset=high_watermark, min_one_message=min_one_message)
     except KafkaError as error:
-        return _P(error_code=error.error_code, records=None, **common), 0
+        return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
     slices = tuple(FileSlice(s.path, s.position, s.size_bytes) for s in info.slices)
     size_bytes = sum(s.size_bytes for s in slices)
-    return _P(error_code=0, aborted_transactions=(), records=RecordsParts(slices), **common), size_bytes
+    return _partition(wanted, 0, high_watermark, log_start_offset, RecordsParts(slices)), size_bytes
+
+
+def _partition(wanted: Any, error_code: int, high_watermark: int, log_start_offset: int, records: Any) -> Any:
+    """A partition's answer; failed reads carry no records and a null aborted_transactions,
+    successful ones an empty list (kafkalab writes no transactions yet)."""
+    return _P(partition_index=wanted.partition, error_code=error_code, high_watermark=high_watermark,
+              last_stable_offset=high_watermark, log_start_offset=log_start_offset,
+              aborted_transactions=None if records is None else (), records=records)
 
 
 def on_partition_appended(broker: Broker, topic: str, partition: int) -> None:
