@@ -319,7 +319,7 @@ for n in (1_000, 10_000, 100_000):
 # timeouts spread over 30 s, a 20 ms bucket of level 1 holds one or two timers and a 1 ms bucket
 # of level 0 usually one, so a timer pays for one and a half bucket flushes of its own -- a pop
 # from the delay queue, a move of the hands, a push when it cascades into an empty bucket.
-# With a hundred thousand, dozens of timers share each flush; instead, once every 8 s a single
+# With a hundred thousand, several timers share each flush; instead, once every 8 s a single
 # level-3 bucket cascades some fifty thousand timers at once.
 #
 # Now with a stopwatch: steady-state insert + expire with n timeouts pending, kafkalab's
@@ -356,10 +356,11 @@ for label, values in ns_per_op.items():
 # CPU caches less well -- to about three times its cost at a thousand. The wheel's stays level,
 # with no trend (its max/min, printed under the plot, is close to 1 where the heap's is about 3):
 # the sparse wheel pays for its own bucket flushes (the table above), the denser ones for their
-# coarse buckets' big cascades, and neither grows with the number of operations waiting. In absolute terms the C-coded heap is faster at small n; the
-# point is the *shape*: at a hundred thousand pending timeouts the pure-Python wheel is close
-# behind the C heap, and at a million (`make bench`) it is well ahead -- though there it slows
-# down too, as its timers no longer fit the CPU caches either.
+# coarse buckets' big cascades, and neither grows with the number of operations waiting. In
+# absolute terms the C-coded heap is faster at small n; the point is the *shape*: at a hundred
+# thousand pending timeouts the pure-Python wheel is close behind the C heap, and at a million
+# (`make bench`) it is well ahead -- though there it slows down too, as its timers no longer fit
+# the CPU caches either.
 #
 # ## Exercises
 # **Predict, then check 1.** With tickMs = 1 and wheelSize = 20, the clock at 0, in which level,
