@@ -3,18 +3,20 @@
 All on ``local[2]`` with a ``noop`` sink (Spark reads every row and discards it), over a topic
 written by ``gen-log`` (2 partitions, 100-byte values, 64 MiB segments):
 
-* ``spark_record_scan`` -- records/s of a record-level scan of all 17 columns; target >= 3 M/s;
-* ``spark_record_scan_vs_python`` -- the same rate against kafkalab's per-record pure-Python
+* ``spark.record_scan`` -- records/s of a record-level scan of all 17 columns; target >= 3 M/s;
+* ``spark.record_scan_vs_python`` -- the same rate against kafkalab's per-record pure-Python
   reference decoder (:func:`kafkalab.records.codec.decode_records`) run over the same segment
   files in two processes (the same two cores Spark gets); target >= 4x;
-* ``spark_projected_scan`` -- records/s when the query names four columns
-  (``.schema("offset bigint, timestamp bigint, key binary, value binary")``); informational;
-* ``spark_batch_scan`` -- log bytes/s of a batch-level scan (headers only); target >= 1 GB/s;
+* ``spark.projected_scan`` -- records/s when the query names four columns
+  (``.schema("offset bigint, timestamp bigint, key binary, value binary")``), against the
+  same 3 M/s; a context line;
+* ``spark.batch_scan`` -- log bytes/s of a batch-level scan (headers only); target >= 1 GB/s;
 * ``*_vs_ceiling`` -- each scan against ``format("kafkalog_ceiling")``
   (:mod:`kafkalab.spark.ceiling`): the same schema, the same rows per task and the same bytes
   per row, repeated from one decoded chunk, so its rate is what Spark's Arrow hand-off and row
-  conversion allow on this machine at this moment. Target >= 0.8: at most a fifth of the
-  scan's time may be ours. Each scan and its ceiling are timed alternately (best of 3).
+  conversion allow on this machine at this moment. Context lines (``target=none``): a ratio
+  near 1 says nearly all of the scan's time is Spark's own. Each scan and its ceiling are
+  timed alternately (best of 3).
 
 Why the ceiling lines: a Python data source pays, per row, a socket copy of the Arrow buffers
 and the JVM's conversion of every column into Spark's row format. Measured on 2 shared cores,
@@ -116,15 +118,15 @@ def run(reporter: Reporter, full: bool = False) -> None:
         batch_s, batch_ceiling_s = _alternate(
             batch_df, _ceiling_df(spark, data_dir, batch_rows, splits, level="batches"))
         record_rate = records / record_s
-        reporter.report("spark_record_scan", record_rate, "records/s", 3_000_000, ">=1.0")
-        reporter.report("spark_record_scan_vs_python", record_rate, "records/s", python_rate, ">=4.0")
-        reporter.report("spark_record_scan_vs_ceiling", record_rate, "records/s", records / record_ceiling_s, ">=0.8")
-        reporter.report("spark_projected_scan", records / projected_s, "records/s", 3_000_000, ">=1.0")
-        reporter.report("spark_projected_scan_vs_ceiling", records / projected_s, "records/s",
-                        records / projected_ceiling_s, ">=0.8")
-        reporter.report("spark_batch_scan", log_bytes / batch_s, "bytes/s", 1e9, ">=1.0")
-        reporter.report("spark_batch_scan_vs_ceiling", log_bytes / batch_s, "bytes/s",
-                        log_bytes / batch_ceiling_s, ">=0.8")
+        reporter.report("spark.record_scan", record_rate, "records/s", 3_000_000, ">=1.0")
+        reporter.report("spark.record_scan_vs_python", record_rate, "records/s", python_rate, ">=4.0")
+        reporter.report("spark.record_scan_vs_ceiling", record_rate, "records/s", records / record_ceiling_s, "none")
+        reporter.report("spark.projected_scan", records / projected_s, "records/s", 3_000_000, "none")
+        reporter.report("spark.projected_scan_vs_ceiling", records / projected_s, "records/s",
+                        records / projected_ceiling_s, "none")
+        reporter.report("spark.batch_scan", log_bytes / batch_s, "bytes/s", 1e9, ">=1.0")
+        reporter.report("spark.batch_scan_vs_ceiling", log_bytes / batch_s, "bytes/s",
+                        log_bytes / batch_ceiling_s, "none")
         spark.stop()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

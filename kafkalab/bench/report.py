@@ -7,11 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
+CONTEXT = "none"  # the target of a line that gives context and states no target
+
+
 @dataclass(frozen=True, slots=True)
 class Figure:
     """One measured figure: ``value`` against ``baseline`` with a target for their ratio.
 
-    ``target`` is written as the benchmark states it, e.g. ``">=3.0"`` or ``"<=1.5"``.
+    ``target`` is written as the benchmark states it, e.g. ``">=3.0"`` or ``"<=1.5"``, or is
+    ``"none"`` for a context line: a figure printed beside a target line to explain it (a
+    variant workload, a second baseline, a ceiling) that promises nothing by itself.
     """
 
     name: str
@@ -25,7 +30,10 @@ class Figure:
         return self.value / self.baseline if self.baseline else float("inf")
 
     @property
-    def met(self) -> bool:
+    def met(self) -> bool | None:
+        """Whether the ratio meets the target; ``None`` for a context line."""
+        if self.target == CONTEXT:
+            return None
         op, bound = self.target[:2], float(self.target[2:])
         return self.ratio >= bound if op == ">=" else self.ratio <= bound
 
@@ -34,6 +42,14 @@ class Figure:
             f"BENCH {self.name} {_fmt(self.value)} {self.unit} baseline={_fmt(self.baseline)} "
             f"ratio={self.ratio:.2f} target={self.target}"
         )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _fmt(x: float) -> str:
@@ -48,7 +64,8 @@ class Reporter:
     echo: Callable[[str], None] = print
 
     def report(self, name: str, value: float, unit: str, baseline: float, target: str) -> Figure:
-        assert target[:2] in (">=", "<="), f"target must start with >= or <=, got {target!r}"
+        if target != CONTEXT and (target[:2] not in (">=", "<=") or not _is_number(target[2:])):
+            raise ValueError(f"target must be >=N, <=N or {CONTEXT!r}, got {target!r}")
         figure = Figure(name, float(value), unit, float(baseline), target)
         self.figures.append(figure)
         self.echo(figure.line())
