@@ -183,6 +183,8 @@ class Log:
             records, next_offset=self._next_offset, leader_epoch=leader_epoch,
             max_message_bytes=config.max_message_bytes,
         )
+        if config.compacted:
+            log_append.require_keys(records)
         log_append.check_segment_fit(len(records), config.segment_bytes)
         now_ms = self.clock.milliseconds()
         append_time_ms = now_ms if config.log_append_time else None

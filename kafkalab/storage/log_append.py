@@ -20,8 +20,12 @@ reports ``first_offset=100, last_offset=114``.
 Checks, each raising a typed error with Kafka's code: entry framing and CRC
 (``CORRUPT_MESSAGE``), batch size over ``max.message.bytes`` (``MESSAGE_TOO_LARGE``), count and
 offset range disagreeing (``INVALID_RECORD``), magic 0/1 from a client
-(``UNSUPPORTED_FOR_MESSAGE_FORMAT``: Kafka 4 writes magic 2 only, KIP-724), and for follower
-appends offsets that do not increase (``INVALID_RECORD``).
+(``UNSUPPORTED_FOR_MESSAGE_FORMAT``: Kafka 4 writes magic 2 only, KIP-724), for follower
+appends offsets that do not increase (``INVALID_RECORD``), and on a compacted topic a record
+without a key (``INVALID_RECORD``: the cleaner keeps the latest record *per key*, so a keyless
+record could never be compacted away). Only that last rule needs the records themselves; the
+others read batch headers. So only compacted topics pay for walking every record, as in Kafka,
+whose validator walks them for every topic.
 """
 
 from __future__ import annotations
@@ -139,6 +143,26 @@ def analyze_and_assign(
     if not headers:
         raise InvalidRecordError("an append must carry at least one record batch")
     return headers
+
+
+def require_keys(records: bytes | bytearray) -> None:
+    """Refuse a compacted topic's append if any record has a null key.
+
+    Decodes the records (decompressing where needed) with the compiled columnar decoder; the
+    CRCs were already checked by :func:`analyze_and_assign`.
+    """
+    from kafkalab.records.columnar import decode_columns  # numba: imported only when needed
+
+    columns = decode_columns(records, check_crc=False)
+    keyless = columns.key_length < 0
+    if keyless.any():
+        index = int(keyless.argmax())
+        batch = columns.batches[int(columns.batch_index[index])]
+        raise InvalidRecordError(
+            f"Compacted topic cannot accept message without key: record "
+            f"{int(columns.offset[index]) - batch.base_offset} of the batch at byte {batch.position} "
+            f"has a null key"
+        )
 
 
 def _check_batch(

@@ -75,6 +75,11 @@ class LogConfig:
             raise ConfigError(f"cleanup.policy={self.cleanup_policy!r} must be one of {CLEANUP_POLICIES}")
 
     @property
+    def compacted(self) -> bool:
+        """True when ``cleanup.policy`` includes ``compact``: every record must then have a key."""
+        return "compact" in self.cleanup_policy
+
+    @property
     def log_append_time(self) -> bool:
         """True when the broker stamps its own clock into every batch (``LogAppendTime``)."""
         return self.message_timestamp_type == "LogAppendTime"

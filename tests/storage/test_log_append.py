@@ -9,11 +9,13 @@ from pathlib import Path
 
 import crc32c
 import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 from storage_helpers import build_batch
 
+from kafkalab.clock import ManualClock
 from kafkalab.errors import CorruptRecordError, ErrorCode, InvalidRecordError, RecordTooLargeError, StorageError
-from kafkalab.storage import LogConfig
+from kafkalab.storage import Log, LogConfig
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
 
 
@@ -104,3 +106,29 @@ def test_offset_index_append_reports_each_broken_rule(tmp_path: Path) -> None:
     assert index.raw_entries() == [(5, 0), (6, 10)]
     assert (tmp_path / "100.index").read_bytes() == bytes.fromhex("00000005 00000000 00000006 0000000a")
     index.close()
+
+
+def keyed_batch(keys: list[bytes | None], compression: int = 0) -> bytes:
+    """A v2 batch built by kafka-python with these keys (None = null key)."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=compression, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
+    )
+    for i, key in enumerate(keys):
+        builder.append(i, timestamp=1_000 + i, key=key, value=b"v", headers=[])
+    return bytes(builder.build())
+
+
+def test_a_compacted_topic_refuses_a_record_without_a_key(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "c-0", LogConfig(cleanup_policy="compact,delete"), ManualClock(0))
+    log.append_as_leader(keyed_batch([b"k1", b"k2"]), 0)
+    for codec in (0, DefaultRecordBatchBuilder.CODEC_LZ4):  # compressed records are decoded too
+        request = keyed_batch([b"k3"]) + keyed_batch([b"k4", None, b"k5"], codec)
+        with pytest.raises(InvalidRecordError, match="record 1 of the batch at byte 71 has a null key") as caught:
+            log.append_as_leader(request, 0)
+        assert caught.value.error_code == ErrorCode.INVALID_RECORD
+    assert log.log_end_offset == 2  # no part of a refused request is written
+    log.close()
+    plain = Log.open(tmp_path / "d-0", LogConfig(cleanup_policy="delete"), ManualClock(0))
+    assert plain.append_as_leader(keyed_batch([None]), 0).first_offset == 0
+    plain.close()

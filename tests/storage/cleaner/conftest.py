@@ -15,6 +15,19 @@ from kafkalab.storage.log import Log
 from kafkalab.storage.log_config import LogConfig
 
 
+def append_records(log: Log, batch: bytes, keyless: bool) -> None:
+    """Append a client-built batch. A leader refuses keyless records on a compacted topic, so
+    those arrive as a follower's append, with offsets already assigned: the way such records
+    really reach a compacted log (replicated, or written before ``cleanup.policy`` became
+    ``compact``), and the cleaner must still drop them."""
+    if not keyless:
+        log.append_as_leader(batch, 0)
+        return
+    placed = bytearray(batch)
+    placed[0:8] = log.log_end_offset.to_bytes(8, "big")  # outside the CRC'd range
+    log.append_as_follower(bytes(placed))
+
+
 class LogFixture:
     def __init__(self, root: Path, **props: str) -> None:
         self.root = root
@@ -25,7 +38,8 @@ class LogFixture:
 
     def append(self, pairs: list[tuple[bytes | None, bytes | None]], compression: Compression = Compression.NONE) -> None:
         records = [Record(i, self.clock.milliseconds(), k, v) for i, (k, v) in enumerate(pairs)]
-        self.log.append_as_leader(build_batch(records, compression=compression), 0)
+        append_records(self.log, build_batch(records, compression=compression),
+                       keyless=any(k is None for k, _ in pairs))
 
     def reopen(self) -> Log:
         self.log = Log.open(self.directory, LogConfig.from_properties(self.props), self.clock)

@@ -26,7 +26,7 @@ from kafkalab.storage.cleaner import chunks
 from kafkalab.storage.cleaner.cleaner import read_segment
 from kafkalab.storage.cleaner.fast_map import SEED_H2, xxh64
 
-from .conftest import LogFixture, batches_on_disk, records_on_disk
+from .conftest import LogFixture, append_records, batches_on_disk, records_on_disk
 
 
 @settings(max_examples=60, deadline=None)
@@ -100,11 +100,11 @@ def test_fast_path_writes_the_same_bytes_as_the_reference(tmp_path_factory, batc
         ]
         sequence = sequences.get(producer_id, 0)
         sequences[producer_id] = sequence + len(built)
-        fx.log.append_as_leader(build_batch(
+        append_records(fx.log, build_batch(
             built, compression=codec, producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1,
             base_sequence=sequence if producer_id >= 0 else -1,
             timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
-            log_append_time_ms=fx.clock.milliseconds() if log_append else None), 0)
+            log_append_time_ms=fx.clock.milliseconds() if log_append else None), keyless=any(r.key is None for r in built))
         fx.clock.advance_ms(3)
     producers = {1: LastRecord(fx.log.log_end_offset - 1, 0), 2: LastRecord(None, 0)}
     fast, reference = _clean_both(fx, tmp, 24 * map_entries, fx.clock.milliseconds() + later_ms, producers)
