@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import crc32c
 import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalab.errors import ConfigError, ErrorCode
 from kafkalab.broker.settings import BrokerSettings
@@ -224,3 +226,32 @@ def test_describe_configs_with_an_empty_key_list_answers_every_key(harness):
                 "include_synonyms": False}
     configs = {c.name: c for c in harness.call(32, 1, describe).results[0].configs}
     assert configs["cleanup.policy"].value == "compact" and configs["retention.ms"].config_source == 5
+
+
+def test_produce_applies_kafkas_client_only_batch_rules(harness):
+    """Kafka's validator refuses these from a client (not from replication or a coordinator).
+    Produce v8+ carries the reason in ``error_message``."""
+    harness.create_topic("t")
+    two_batches = batch([b"a"]) + batch([b"b"])
+    refused = harness.produce("t", 0, two_batches, version=9)
+    assert refused.error_code == ErrorCode.INVALID_RECORD and "only one record batch" in refused.error_message
+    control = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=True, producer_id=7, producer_epoch=0,
+        base_sequence=-1, batch_size=1 << 10,
+    )
+    control.append(0, timestamp=1_000, key=b"\x00\x00\x00\x00", value=b"\x00\x00\x00\x00\x00\x00", headers=[])
+    marker = bytearray(control.build())
+    marker[22] |= 0x20  # attributes bit 5: control batch
+    marker[17:21] = crc32c.crc32c(bytes(marker[21:])).to_bytes(4, "big")
+    refused = harness.produce("t", 0, bytes(marker), version=9)
+    assert refused.error_code == ErrorCode.INVALID_RECORD and "control records" in refused.error_message
+    no_sequence = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=7, producer_epoch=0,
+        base_sequence=-1, batch_size=1 << 10,
+    )
+    no_sequence.append(0, timestamp=1_000, key=b"k", value=b"v", headers=[])
+    refused = harness.produce("t", 0, bytes(no_sequence.build()), version=9)
+    assert refused.error_code == ErrorCode.INVALID_RECORD and "Invalid sequence number -1" in refused.error_message
+    data = harness.call(1, 11, harness.fetch_body("t", 0, 0)).responses[0].partitions[0]
+    assert records_of(data) == b""  # nothing refused was written
+    assert harness.produce("t", 0, batch([b"ok"])).error_code == 0

@@ -2,10 +2,13 @@
 
 Checks before the log sees the bytes, each with Kafka's error code:
 ``acks`` in {-1, 0, 1} (INVALID_REQUIRED_ACKS, for the whole request); the partition exists
-(UNKNOWN_TOPIC_OR_PARTITION, unless auto-creation applies); the records are one or more v2
-batches (INVALID_RECORD) -- the log itself checks CRCs (CORRUPT_MESSAGE) and sizes
-(MESSAGE_TOO_LARGE); zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). After each
-append the parked fetches watching that partition are re-checked.
+(UNKNOWN_TOPIC_OR_PARTITION, unless auto-creation applies); the rules Kafka applies only to
+what a *client* sends (``AppendOrigin.CLIENT``), each INVALID_RECORD: exactly one v2 batch per
+partition, no control batch (markers are the transaction coordinator's), and no producer id
+without a base sequence; zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). The log
+itself checks CRCs (CORRUPT_MESSAGE), sizes (MESSAGE_TOO_LARGE), record counts and, on
+compacted topics, keys. After each append the parked fetches watching that partition are
+re-checked.
 
 With ``acks=0`` there is no response; if any partition failed, the connection is closed so the
 producer learns something went wrong (Kafka's ``closeConnection`` for acks=0 errors).
@@ -93,14 +96,30 @@ def _log_for_produce(broker: Broker, topic: str, partition: int) -> PartitionLog
 def _check_batches(records: bytes | None, version: int) -> None:
     if not records:
         raise KafkaError("Produce carries no record batch", error_code=ErrorCode.INVALID_RECORD)
-    for header in iter_headers(records):
-        if header.magic != 2:
-            raise KafkaError(
-                f"Produce v{version} requires magic 2 record batches, got magic {header.magic}",
-                error_code=ErrorCode.INVALID_RECORD,
-            )
-        if header.compression == Compression.ZSTD and version < ZSTD_MIN_PRODUCE_VERSION:
-            raise KafkaError(
-                f"zstd batches need Produce v{ZSTD_MIN_PRODUCE_VERSION}+, got v{version}",
-                error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-            )
+    headers = iter(iter_headers(records))
+    header = next(headers, None)
+    if header is None:
+        return  # no complete batch: the log reports the torn bytes as CORRUPT_MESSAGE
+    if header.magic != 2:
+        raise KafkaError(
+            f"Produce v{version} requires magic 2 record batches, got magic {header.magic}",
+            error_code=ErrorCode.INVALID_RECORD,
+        )
+    if next(headers, None) is not None:
+        raise KafkaError(  # a v2 producer sends one batch per partition per request
+            "One and only one record batch is expected per partition; found more than one",
+            error_code=ErrorCode.INVALID_RECORD,
+        )
+    if header.is_control:
+        raise KafkaError("Clients are not allowed to write control records",
+                         error_code=ErrorCode.INVALID_RECORD)
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise KafkaError(
+            f"Invalid sequence number {header.base_sequence} in record batch with producerId "
+            f"{header.producer_id}", error_code=ErrorCode.INVALID_RECORD,
+        )
+    if header.compression == Compression.ZSTD and version < ZSTD_MIN_PRODUCE_VERSION:
+        raise KafkaError(
+            f"zstd batches need Produce v{ZSTD_MIN_PRODUCE_VERSION}+, got v{version}",
+            error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+        )
