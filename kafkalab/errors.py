@@ -119,6 +119,12 @@ class CorruptRecordError(KafkaError):
         self.position = position
 
 
+class InvalidTimestampError(KafkaError):
+    """A record's CreateTime lies outside what the topic accepts (``message.timestamp.*.max.ms``)."""
+
+    error_code = ErrorCode.INVALID_TIMESTAMP
+
+
 class InvalidRecordError(KafkaError):
     """Well-formed records that a broker must refuse (e.g. bad offsets, bad timestamps)."""
 

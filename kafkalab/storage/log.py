@@ -188,6 +188,9 @@ class Log:
         log_append.check_segment_fit(len(records), config.segment_bytes)
         now_ms = self.clock.milliseconds()
         append_time_ms = now_ms if config.log_append_time else None
+        if append_time_ms is None:
+            log_append.check_timestamps(records, headers, now_ms, config.message_timestamp_before_max_ms,
+                                        config.message_timestamp_after_max_ms)
         buf = bytearray(records)  # the request stays untouched; the copy gets the offsets
         headers = log_append.stamp(buf, headers, append_time_ms)
         info = log_append.summarize(

@@ -21,7 +21,9 @@ Checks, each raising a typed error with Kafka's code: entry framing and CRC
 (``CORRUPT_MESSAGE``), batch size over ``max.message.bytes`` (``MESSAGE_TOO_LARGE``), count and
 offset range disagreeing (``INVALID_RECORD``), magic 0/1 from a client
 (``UNSUPPORTED_FOR_MESSAGE_FORMAT``: Kafka 4 writes magic 2 only, KIP-724), for follower
-appends offsets that do not increase (``INVALID_RECORD``), and on a compacted topic a record
+appends offsets that do not increase (``INVALID_RECORD``), a CreateTime record outside
+``[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]``
+(``INVALID_TIMESTAMP``; see :func:`check_timestamps`), and on a compacted topic a record
 without a key (``INVALID_RECORD``: the cleaner keeps the latest record *per key*, so a keyless
 record could never be compacted away). Only that last rule needs the records themselves; the
 others read batch headers. So only compacted topics pay for walking every record, as in Kafka,
@@ -39,6 +41,7 @@ from kafkalab.errors import (
     CorruptRecordError,
     ErrorCode,
     InvalidRecordError,
+    InvalidTimestampError,
     RecordTooLargeError,
     UnsupportedForMessageFormatError,
 )
@@ -143,6 +146,37 @@ def analyze_and_assign(
     if not headers:
         raise InvalidRecordError("an append must carry at least one record batch")
     return headers
+
+
+def check_timestamps(
+    records: bytes | bytearray, headers: list[BatchHeader], now_ms: int, before_max_ms: int, after_max_ms: int
+) -> None:
+    """Refuse the append if a CreateTime record lies outside ``[now - before, now + after]``.
+
+    Kafka's rule (KIP-937: ``message.timestamp.before.max.ms`` / ``after.max.ms``; records
+    without a timestamp, -1, pass). The upper bound needs only each batch's ``maxTimestamp``;
+    the lower bound needs every record, so records are decoded only when the lower bound is
+    above zero (``before.max.ms`` defaults to "never", Long.MAX_VALUE) or when a batch's
+    ``maxTimestamp`` already breaks the upper one and the culprit must be named.
+    """
+    lower, upper = now_ms - before_max_ms, now_ms + after_max_ms
+    if lower <= 0:
+        for header in headers:
+            if header.max_timestamp > upper:
+                break
+        else:
+            return  # the common case: one comparison per batch
+    from kafkalab.records.columnar import decode_columns  # numba: imported only when needed
+
+    columns = decode_columns(records, check_crc=False)
+    stamped = columns.timestamp != NO_TIMESTAMP
+    bad = stamped & ((columns.timestamp < lower) | (columns.timestamp > upper))
+    if bad.any():
+        index = int(bad.argmax())
+        raise InvalidTimestampError(
+            f"Timestamp {int(columns.timestamp[index])} of message with offset {int(columns.offset[index])} "
+            f"is out of range. The timestamp should be within [{lower}, {upper}]"
+        )
 
 
 def require_keys(records: bytes | bytearray) -> None:

@@ -47,6 +47,8 @@ class LogConfig:
     index_interval_bytes: int = 4096
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 60 * 60 * 1000  # Kafka 4.0's default: one hour ahead
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     retention_ms: int = 7 * 24 * 60 * 60 * 1000
@@ -150,4 +152,6 @@ _RANGES: tuple[tuple[str, float, float], ...] = (
     ("min_compaction_lag_ms", 0, LONG_MAX),
     ("max_compaction_lag_ms", 1, LONG_MAX),
     ("min_insync_replicas", 1, INT_MAX),
+    ("message_timestamp_before_max_ms", 0, LONG_MAX),
+    ("message_timestamp_after_max_ms", 0, LONG_MAX),
 )

@@ -14,7 +14,14 @@ from kafka.record.memory_records import MemoryRecords
 from storage_helpers import build_batch
 
 from kafkalab.clock import ManualClock
-from kafkalab.errors import CorruptRecordError, ErrorCode, InvalidRecordError, RecordTooLargeError, StorageError
+from kafkalab.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordTooLargeError,
+    StorageError,
+)
 from kafkalab.storage import Log, LogConfig
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
 
@@ -132,3 +139,46 @@ def test_a_compacted_topic_refuses_a_record_without_a_key(tmp_path: Path) -> Non
     plain = Log.open(tmp_path / "d-0", LogConfig(cleanup_policy="delete"), ManualClock(0))
     assert plain.append_as_leader(keyed_batch([None]), 0).first_offset == 0
     plain.close()
+
+
+HOUR_MS = 3_600_000
+
+
+def timed_batch(timestamps: list[int]) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
+    )
+    for i, ts in enumerate(timestamps):
+        builder.append(i, timestamp=ts, key=b"k", value=b"v", headers=[])
+    return bytes(builder.build())
+
+
+def test_create_time_beyond_message_timestamp_after_max_ms_is_refused(tmp_path: Path) -> None:
+    now = 1_700_000_000_000
+    log = Log.open(tmp_path / "t-0", LogConfig(), ManualClock(now))  # after.max.ms: one hour
+    assert log.append_as_leader(timed_batch([now - 10 * HOUR_MS, now + HOUR_MS]), 0).last_offset == 1
+    with pytest.raises(InvalidTimestampError) as caught:
+        log.append_as_leader(timed_batch([now, now + HOUR_MS + 1]), 0)
+    assert caught.value.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert str(caught.value) == (f"Timestamp {now + HOUR_MS + 1} of message with offset 1 is out of range. "
+                                 f"The timestamp should be within [{now - (2**63 - 1)}, {now + HOUR_MS}]")
+    assert log.log_end_offset == 2
+    log.close()
+
+
+def test_message_timestamp_before_max_ms_checks_every_record(tmp_path: Path) -> None:
+    now = 1_700_000_000_000
+    config = LogConfig(message_timestamp_before_max_ms=60_000)
+    log = Log.open(tmp_path / "t-0", config, ManualClock(now))
+    # The batch's maxTimestamp is fine; only its first record is too old.
+    with pytest.raises(InvalidTimestampError, match=f"Timestamp {now - 60_001} of message with offset 0"):
+        log.append_as_leader(timed_batch([now - 60_001, now]), 0)
+    assert log.append_as_leader(timed_batch([now - 60_000, now]), 0).first_offset == 0
+    log.close()
+
+
+def test_log_append_time_topics_do_not_check_the_producers_timestamps(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", LogConfig(message_timestamp_type="LogAppendTime"), ManualClock(5_000))
+    assert log.append_as_leader(timed_batch([10 * HOUR_MS]), 0).log_append_time_ms == 5_000
+    log.close()
