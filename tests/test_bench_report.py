@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.bench.report import Figure, Reporter, best_rate
+from kafkalab.bench.report import Figure, Reporter, best_rate, parse_line
 
 
 def test_line_format() -> None:
@@ -36,3 +36,15 @@ def test_context_lines_state_no_target() -> None:
 
 def test_best_rate_counts_items() -> None:
     assert best_rate(lambda: 1000, repeat=2) > 0
+
+
+def test_a_printed_line_parses_back_to_its_figure() -> None:
+    lines: list[str] = []
+    reporter = Reporter(echo=lines.append)
+    reporter.report("server.consume", 487.8, "MB/s", 898.8, ">=0.7")
+    reporter.report("timer.insert_expire.n1000", 695344, "ops/s", 2623634, "none")
+    parsed = [parse_line(line) for line in lines]
+    assert [(f.name, f.unit, f.target, f.met) for f in parsed if f] == [
+        ("server.consume", "MB/s", ">=0.7", False), ("timer.insert_expire.n1000", "ops/s", "none", None)]
+    assert parse_line("# storage benchmarks took 4.3 s") is None
+    assert parse_line("BENCH x 1 u baseline=2 ratio=0.5") is None

@@ -44,6 +44,20 @@ class Figure:
         )
 
 
+def parse_line(line: str) -> Figure | None:
+    """The :class:`Figure` a ``BENCH`` line prints, or None for any other line.
+
+    Values come back as printed (four significant digits), enough to say whether a target is met.
+    """
+    parts = line.split()
+    if len(parts) != 7 or parts[0] != "BENCH":
+        return None
+    fields = dict(part.split("=", 1) for part in parts[4:] if "=" in part)
+    if set(fields) != {"baseline", "ratio", "target"}:
+        return None
+    return Figure(parts[1], float(parts[2]), parts[3], float(fields["baseline"]), fields["target"])
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
