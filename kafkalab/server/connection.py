@@ -1,33 +1,38 @@
-"""One client connection: read frames, hand them to the broker one at a time, write responses.
+"""One client connection: an asyncio Protocol that cuts frames, hands them to the broker one at
+a time, and writes each response straight to the socket.
 
 Theory of operation
 -------------------
-Each connection is one asyncio task running a small loop::
+The event loop calls :meth:`Connection.data_received` with whatever bytes the socket had. The
+connection feeds them to its :class:`~kafkalab.protocol.framing.FrameDecoder` and, right there in
+the same callback, hands each whole frame to the broker (``submit``)::
 
-    read <= 1 MiB --> FrameDecoder  --> frame --> broker.handle --> wait for this connection's
-         ^                                                            Outgoing
-         +------------------- write parts (bytes, sendfile slices) <-----+
+    socket readable --> data_received --> FrameDecoder --> frame --> broker.handle
+                                                                        |
+        next frame (if any) <-- finish <-- write parts now <-- deliver(Outgoing)
 
 Only one request per connection is in the broker at a time (Kafka's ``SocketServer`` mutes a
-channel until its response is sent), so responses leave in request order and a client that
-pipelines requests simply waits in its own socket buffer. The decoder's buffer therefore never
-holds more than one frame (at most ``socket.request.max.bytes``) plus one read.
+channel until its response is sent), so responses leave in request order. A request the broker
+answers at once -- a fetch that finds records, a produce with acks=1 -- is delivered during
+``submit`` and written before ``data_received`` returns: no task, no queue, no extra trip around
+the event loop, which a consumer with one fetch in flight feels on every megabyte. A request the
+broker answers later (a parked fetch) leaves the connection *busy*: later frames wait in the
+decoder, and the response's ``deliver`` -- from the timer task or another connection's produce
+-- writes it and then handles the frames that waited. While busy with more than
+``PAUSE_READING_BYTES`` buffered, the connection stops reading the socket (TCP flow control does
+the rest), so a client that pipelines cannot make the broker buffer without bound.
 
-Every trip around the event loop costs a wake-up, and on a machine whose cores are busy a
-wake-up may wait for a core, so the loop takes few of them per request: a 1 MB produce request
-is taken from the stream buffer in pieces of up to ``READ_CHUNK_BYTES`` and never pauses the
-socket (asyncio pauses above twice ``STREAM_LIMIT_BYTES``, so a connection buffers at most
-2 MiB beyond the decoder's frame). A response is written straight to the socket while the
-socket takes it: the in-memory parts are joined so that the size prefix and header leave in one
-``write``, a file slice goes with ``os.sendfile`` from a file opened with ``os.open`` (no file
-object), and only what the socket buffer cannot take waits for the transport (``drain`` and
-``loop.sendfile``) under ``WRITE_TIMEOUT_S``; a response sent at once costs no timer. A
-response of several parts is sent with ``TCP_CORK`` set (Linux), so the kernel holds the short
-header and trailing bytes until the whole response is queued: the client is woken for full
-segments, not for 65 bytes it cannot use without the records. Worked example: a fetch response
-of parts ``[size 4 B, header 61 B, slice 999,875 B, tags 3 B]`` leaves as cork, a 65-byte
-``write``, ``open``, one ``sendfile`` of 999,875 bytes, ``close``, a 3-byte ``write`` and
-uncork: seven system calls and no event-loop trip.
+A response is written straight to the socket while the socket takes it: the in-memory parts are
+joined so that the size prefix and header leave in one ``write``, a file slice goes with
+``os.sendfile`` from a file opened with ``os.open`` (no file object), and only what the socket
+buffer cannot take waits for the transport (``drain`` and ``loop.sendfile``) in a task bounded
+by ``WRITE_TIMEOUT_S``; the connection stays busy until that task ends. A response of several
+parts is sent with ``TCP_CORK`` set (Linux), so the kernel holds the short header and trailing
+bytes until the whole response is queued: the client is woken for full segments, not for 65
+bytes it cannot use without the records. Worked example: a fetch response of parts ``[size
+4 B, header 61 B, slice 999,875 B, tags 3 B]`` leaves as cork, a 65-byte ``write``, ``open``,
+one ``sendfile`` of 999,875 bytes, ``close``, a 3-byte ``write`` and uncork -- seven system
+calls, all inside the ``data_received`` that brought the fetch.
 
 A connection ends when the client closes it, stays idle past ``connections.max.idle.ms``, stops
 reading its responses for ``WRITE_TIMEOUT_S``, sends a frame that cannot be parsed, or when the
@@ -48,15 +53,9 @@ from kafkalab.errors import KafkaError
 from kafkalab.protocol.framing import NEED_DATA, FrameDecoder
 from kafkalab.protocol.types import FileSlice
 
-# The most one read takes from the stream buffer; bounds the decoder's buffer beyond one frame.
-# A produce request is typically one ~1 MB batch (librdkafka's batch.size): taking it in one or
-# two reads rather than sixteen 64 KiB ones saves event-loop round trips, and on a busy machine
-# every round trip may wait for a core.
-READ_CHUNK_BYTES = 1024 * 1024
-# The stream buffer's limit: asyncio stops reading the socket above twice this, leaving the rest
-# in the kernel (TCP flow control). At 64 KiB (asyncio's default) a 1 MB request paused and
-# resumed the socket eight times.
-STREAM_LIMIT_BYTES = 1024 * 1024
+# While a request is in the broker, reading stops once this much of the next requests is
+# buffered; the kernel's socket buffer and TCP flow control hold the rest.
+PAUSE_READING_BYTES = 1024 * 1024
 SEND_CALLS_MAX = 64  # direct write/sendfile calls per part before handing over to the transport
 _HAVE_SENDFILE = hasattr(os, "sendfile")
 _TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)  # Linux only
@@ -65,98 +64,204 @@ WRITE_TIMEOUT_S = 30.0  # a client that does not read its response for this long
 
 log = logging.getLogger("kafkalab.server")
 
+Submit = Callable[["Connection", bytes], None]
 
-class Connection:
-    """One client socket. Owned by the server's event loop; not thread-safe."""
 
-    def __init__(
-        self, connection_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-        submit: Callable[[int, bytes], None], frame_bytes_max: int,
-    ) -> None:
+class Connection(asyncio.Protocol):
+    """One client socket. Owned by the server's event loop; not thread-safe.
+
+    ``submit(connection, frame)`` hands a frame to the broker; the broker's answer comes back
+    through :meth:`deliver`, during ``submit`` or later. ``on_open(connection)`` may refuse the
+    connection (the server is full); ``on_close(connection)`` runs once when the socket is gone."""
+
+    def __init__(self, connection_id: int, submit: Submit, frame_bytes_max: int, *,
+                 on_open: Callable[[Connection], bool] = lambda connection: True,
+                 on_close: Callable[[Connection], None] = lambda connection: None) -> None:
         self.connection_id = connection_id
-        self._reader = reader
-        self._writer = writer
+        self.peer: Any = None
         self._submit = submit
+        self._on_open = on_open
+        self._on_close = on_close
         self._decoder = FrameDecoder(frame_bytes_max)
-        self._responses: asyncio.Queue[Outgoing] = asyncio.Queue()
-        self.peer = writer.get_extra_info("peername")
+        self._transport: asyncio.Transport | None = None
+        self._busy = False  # a request is in the broker, or its response is still being written
+        self._handling = False  # inside _handle_frames: a response delivered now must not recurse
+        self._paused = False
+        self._closed = False
+        self._drained: asyncio.Future[None] | None = None  # set while the transport is full
+        self._writer_task: asyncio.Task[None] | None = None
+        self._last_active_s = 0.0
+        self._idle_check: asyncio.TimerHandle | None = None
+
+    # --- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self.peer = transport.get_extra_info("peername")
+        loop = asyncio.get_running_loop()
+        self._last_active_s = loop.time()
+        self._idle_check = loop.call_later(IDLE_TIMEOUT_S, self._check_idle)
+        if not self._on_open(self):
+            self.close("refused: the server has as many connections as it takes")
+
+    def data_received(self, data: bytes) -> None:
+        self._decoder.feed(data)
+        self._handle_frames()
+
+    def eof_received(self) -> bool:
+        return False  # the transport closes; a half-closed client gets no more responses
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.info("connection %s from %s ended: %r", self.connection_id, self.peer, exc)
+        self._closed = True
+        if self._idle_check is not None:
+            self._idle_check.cancel()
+        if self._writer_task is not None:
+            self._writer_task.cancel()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_exception(ConnectionError("connection lost while writing a response"))
+        self._on_close(self)
+
+    def pause_writing(self) -> None:
+        self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._drained = None
+
+    # --- requests in, responses out -----------------------------------------------------------
 
     def deliver(self, outgoing: Outgoing) -> None:
-        """Called by the server when the broker has this connection's response."""
-        self._responses.put_nowait(outgoing)
+        """The broker's answer to this connection's request in flight: write it, then go on
+        with the frames that waited (unless it says close)."""
+        if self._closed or self._transport is None:
+            return
+        if outgoing.parts is not None:
+            try:
+                rest = self._write_now(outgoing.parts)
+            except OSError as error:
+                self.close(f"write failed: {error!r}")
+                return
+            if rest is not None:  # the socket is full: a task finishes the write, then this
+                self._writer_task = asyncio.get_running_loop().create_task(self._write_rest(outgoing, *rest))
+                return
+        self._finish(outgoing)
 
-    async def run(self) -> None:
+    def close(self, reason: str) -> None:
+        if not self._closed and self._transport is not None:
+            log.info("closing connection %s from %s: %s", self.connection_id, self.peer, reason)
+            self._closed = True
+            self._transport.close()
+
+    def _handle_frames(self) -> None:
+        """Submit every whole frame, one at a time, while the previous one has been answered."""
+        if self._handling:
+            return
+        self._handling = True
         try:
-            while True:
-                frame = await self._next_frame()
-                if frame is None:
+            while not self._busy and not self._closed:
+                try:
+                    frame = self._decoder.next_frame()
+                except KafkaError as error:
+                    self.close(str(error))
                     return
-                self._submit(self.connection_id, frame)
-                outgoing = await self._responses.get()
-                if outgoing.parts is not None:
-                    await self._write(outgoing.parts)
-                if outgoing.close:
-                    log.info("closing connection %s from %s: %s", self.connection_id, self.peer, outgoing.reason)
-                    return
-        except KafkaError as error:
-            log.info("closing connection %s from %s: %s", self.connection_id, self.peer, error)
-        except (ConnectionError, asyncio.TimeoutError, OSError) as error:
-            log.info("connection %s from %s ended: %r", self.connection_id, self.peer, error)
+                if frame is NEED_DATA:
+                    break
+                self._busy = True
+                self._last_active_s = asyncio.get_running_loop().time()
+                self._submit(self, frame)
         finally:
-            self._writer.close()
+            self._handling = False
+        self._pause_or_resume_reading()
 
-    async def _next_frame(self) -> bytes | None:
-        """The next whole frame, or None when the client has gone or idled out."""
-        while True:
-            frame = self._decoder.next_frame()
-            if frame is not NEED_DATA:
-                return frame
-            # asyncio.timeout rather than wait_for: no extra task, so no extra loop iteration.
-            async with asyncio.timeout(IDLE_TIMEOUT_S):
-                data = await self._reader.read(READ_CHUNK_BYTES)
-            if not data:
-                return None
-            self._decoder.feed(data)
+    def _finish(self, outgoing: Outgoing) -> None:
+        if outgoing.close:
+            self.close(outgoing.reason)
+            return
+        self._busy = False
+        self._handle_frames()
 
-    async def _write(self, parts: list[bytes | FileSlice]) -> None:
-        """Send a response: straight to the socket while it takes the bytes, the rest (if any)
-        through the transport, bounded by ``WRITE_TIMEOUT_S``.
+    def _pause_or_resume_reading(self) -> None:
+        if self._closed or self._transport is None:
+            return
+        full = self._busy and self._decoder.buffered_bytes > PAUSE_READING_BYTES
+        if full and not self._paused:
+            self._transport.pause_reading()
+        elif self._paused and not full:
+            self._transport.resume_reading()
+        self._paused = full
+
+    def _check_idle(self) -> None:
+        loop = asyncio.get_running_loop()
+        idle_s = loop.time() - self._last_active_s
+        if idle_s >= IDLE_TIMEOUT_S and not self._busy:
+            self.close(f"idle for {idle_s:.0f} s (connections.max.idle.ms)")
+            return
+        self._idle_check = loop.call_later(max(IDLE_TIMEOUT_S - idle_s, 1.0), self._check_idle)
+
+    # --- the write path -----------------------------------------------------------------------
+
+    def _write_now(self, parts: list[bytes | FileSlice]) -> tuple[list[bytes | FileSlice], int] | None:
+        """Send a response straight to the socket while it takes the bytes; None when all of
+        it went, else the parts left and how many bytes of the first one were sent.
 
         A multi-part response (a fetch: header, file slice, trailing tags) is sent corked, so
         the kernel pushes it as full segments and one final short one instead of pushing the
         65-byte header and the 3 trailing bytes on their own; each push on its own wakes the
         client for bytes it cannot use yet."""
+        assert self._transport is not None
         pending = coalesce(parts)
-        sock = self._writer.transport.get_extra_info("socket")
-        direct = sock is not None and self._writer.transport.get_write_buffer_size() == 0
-        corked = direct and len(pending) > 1 and _set_cork(sock, True)
+        sock = self._transport.get_extra_info("socket")
+        if sock is None or self._transport.get_write_buffer_size() != 0:
+            return pending, 0
+        corked = len(pending) > 1 and _set_cork(sock, True)
         try:
-            index, done_bytes = _send_now(sock.fileno(), pending) if direct else (0, 0)
-            if index < len(pending):
-                async with asyncio.timeout(WRITE_TIMEOUT_S):
-                    await self._write_rest(pending[index:], done_bytes)
+            index, done_bytes = _send_now(sock.fileno(), pending)
         finally:
             if corked:
                 _set_cork(sock, False)
+        return None if index == len(pending) else (pending[index:], done_bytes)
 
-    async def _write_rest(self, parts: list[bytes | FileSlice], done_bytes: int) -> None:
-        """The transport's road for what the socket did not take at once: ``done_bytes`` of
-        the first part are already sent. Waits for the socket to drain; file slices go through
-        ``loop.sendfile``."""
+    async def _write_rest(self, outgoing: Outgoing, parts: list[bytes | FileSlice], done_bytes: int) -> None:
+        """The transport's road for what the socket did not take at once, bounded by
+        ``WRITE_TIMEOUT_S``; then the response counts as sent."""
+        try:
+            async with asyncio.timeout(WRITE_TIMEOUT_S):
+                await self._send_through_transport(parts, done_bytes)
+        except (ConnectionError, TimeoutError, OSError) as error:
+            self.close(f"response not sent: {error!r}")
+            return
+        finally:
+            self._writer_task = None
+        self._finish(outgoing)
+
+    async def _send_through_transport(self, parts: list[bytes | FileSlice], done_bytes: int) -> None:
+        """``done_bytes`` of the first part are already sent. Waits for the socket to drain;
+        file slices go through ``loop.sendfile``."""
+        assert self._transport is not None
         loop = asyncio.get_running_loop()
         for part in parts:
             if isinstance(part, bytes):
-                self._writer.write(part[done_bytes:] if done_bytes else part)
+                self._transport.write(part[done_bytes:] if done_bytes else part)
             else:
-                await self._writer.drain()
+                await self._drain()
                 with open(part.path, "rb") as file:
                     size_bytes = part.size_bytes - done_bytes
-                    sent = await loop.sendfile(self._writer.transport, file, part.position + done_bytes, size_bytes)
+                    sent = await loop.sendfile(self._transport, file, part.position + done_bytes, size_bytes)
                 if sent != size_bytes:
                     raise ConnectionError(f"sendfile wrote {done_bytes + sent} of {part.size_bytes} bytes "
                                           f"from {part.path}")
             done_bytes = 0
-        await self._writer.drain()
+        await self._drain()
+
+    async def _drain(self) -> None:
+        if self._closed:
+            raise ConnectionError("connection closed while writing a response")
+        if self._drained is not None:
+            await self._drained
 
 
 def _set_cork(sock: Any, on: bool) -> bool:

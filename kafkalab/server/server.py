@@ -43,7 +43,7 @@ from kafkalab.broker.startup import open_broker, static_properties
 from kafkalab.clock import Clock, SystemClock
 from kafkalab.errors import ConfigError
 from kafkalab.protocol.framing import FRAME_BYTES_MAX
-from kafkalab.server.connection import STREAM_LIMIT_BYTES, Connection
+from kafkalab.server.connection import Connection
 from kafkalab.timer import TimerDriver
 
 CONNECTIONS_MAX = 1000  # max.connections is unbounded in Kafka; a teaching broker caps it
@@ -86,7 +86,6 @@ class KafkaServer:
         self._stopped = asyncio.Event()
         self._server: asyncio.base_events.Server | None = None
         self._timer: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
         self.broker: Broker | None = None
 
     async def start(self) -> tuple[str, int]:
@@ -94,8 +93,8 @@ class KafkaServer:
         _, unknown = static_properties({}, self.properties)  # bad values fail here, before binding
         for key in unknown:
             log.warning("the configuration %r was supplied but isn't a known broker config", key)
-        self._server = await asyncio.start_server(
-            self._accept, self.host, self.port, reuse_address=True, limit=STREAM_LIMIT_BYTES)
+        self._server = await asyncio.get_running_loop().create_server(
+            self._new_connection, self.host, self.port, reuse_address=True)
         bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
         try:
             settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
@@ -106,31 +105,32 @@ class KafkaServer:
         self._timer = asyncio.create_task(self._run_timer(self.broker))
         return bound_host, bound_port
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.broker is None or len(self._connections) >= CONNECTIONS_MAX:
-            writer.close()
-            return
-        connection = Connection(next(self._ids), reader, writer, self._submit, self._frame_bytes_max)
-        self._connections[connection.connection_id] = connection
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            await connection.run()
-        finally:
-            self._connections.pop(connection.connection_id, None)
-            self.broker.connection_closed(connection.connection_id)
-            if task is not None:
-                self._tasks.discard(task)
+    def _new_connection(self) -> Connection:
+        """The protocol factory: one :class:`Connection` per accepted socket."""
+        return Connection(next(self._ids), self._submit, self._frame_bytes_max,
+                          on_open=self._connection_opened, on_close=self._connection_closed)
 
-    def _submit(self, connection_id: int, frame: bytes) -> None:
+    def _connection_opened(self, connection: Connection) -> bool:
+        if self.broker is None or len(self._connections) >= CONNECTIONS_MAX:
+            return False
+        self._connections[connection.connection_id] = connection
+        return True
+
+    def _connection_closed(self, connection: Connection) -> None:
+        if self._connections.pop(connection.connection_id, None) is not None and self.broker is not None:
+            self.broker.connection_closed(connection.connection_id)
+
+    def _submit(self, connection: Connection, frame: bytes) -> None:
+        """Hand one frame to the broker (called from the connection's ``data_received``) and
+        deliver whatever the broker answered, this connection's response included."""
         assert self.broker is not None
+        connection_id = connection.connection_id
         try:
             self.broker.handle(connection_id, frame, self.clock.milliseconds())
         except Exception:  # a bug in a handler must cost one connection, not the server
             log.exception("unexpected error handling a request on connection %s", connection_id)
             self._deliver_all()
-            self._connections[connection_id].deliver(Outgoing(connection_id, None, close=True, reason="internal error"))
+            connection.deliver(Outgoing(connection_id, None, close=True, reason="internal error"))
             return
         self._deliver_all()
         # Wake the timer task only if this request queued a task due before the timer task's
@@ -180,9 +180,9 @@ class KafkaServer:
             self._server.close()
         if self._timer is not None:
             self._timer.cancel()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for connection in list(self._connections.values()):
+            connection.close("the server is stopping")
+        await asyncio.sleep(0)  # let the transports report connection_lost
         if self._server is not None:
             await self._server.wait_closed()
         if self.broker is not None:
