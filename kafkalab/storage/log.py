@@ -183,14 +183,14 @@ class Log:
             records, next_offset=self._next_offset, leader_epoch=leader_epoch,
             max_message_bytes=config.max_message_bytes,
         )
-        if config.compacted:
-            log_append.require_keys(records)
-        log_append.check_segment_fit(len(records), config.segment_bytes)
         now_ms = self.clock.milliseconds()
         append_time_ms = now_ms if config.log_append_time else None
-        if append_time_ms is None:
-            log_append.check_timestamps(records, headers, now_ms, config.message_timestamp_before_max_ms,
-                                        config.message_timestamp_after_max_ms)
+        log_append.check_records(
+            records, headers, now_ms=now_ms, keys_required=config.compacted,
+            timestamp_bounds_ms=None if append_time_ms is not None else
+            (config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms),
+        )
+        log_append.check_segment_fit(len(records), config.segment_bytes)
         buf = bytearray(records)  # the request stays untouched; the copy gets the offsets
         headers = log_append.stamp(buf, headers, append_time_ms)
         info = log_append.summarize(

@@ -23,7 +23,7 @@ offset range disagreeing (``INVALID_RECORD``), magic 0/1 from a client
 (``UNSUPPORTED_FOR_MESSAGE_FORMAT``: Kafka 4 writes magic 2 only, KIP-724), for follower
 appends offsets that do not increase (``INVALID_RECORD``), a CreateTime record outside
 ``[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]``
-(``INVALID_TIMESTAMP``; see :func:`check_timestamps`), and on a compacted topic a record
+(``INVALID_TIMESTAMP``; see :func:`check_records`), and on a compacted topic a record
 without a key (``INVALID_RECORD``: the cleaner keeps the latest record *per key*, so a keyless
 record could never be compacted away). Only that last rule needs the records themselves; the
 others read batch headers. So only compacted topics pay for walking every record, as in Kafka,
@@ -33,7 +33,7 @@ whose validator walks them for every topic.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import crc32c
 
@@ -55,6 +55,9 @@ from kafkalab.records.header import (
     read_header,
     verify_crc,
 )
+
+if TYPE_CHECKING:
+    from kafkalab.records.columnar import RecordColumns
 
 _BASE_AND_LENGTH_AND_EPOCH = struct.Struct(">qii")
 _ATTRIBUTES = struct.Struct(">h")
@@ -148,27 +151,48 @@ def analyze_and_assign(
     return headers
 
 
-def check_timestamps(
-    records: bytes | bytearray, headers: list[BatchHeader], now_ms: int, before_max_ms: int, after_max_ms: int
+def check_records(
+    records: bytes | bytearray, headers: list[BatchHeader], *, now_ms: int,
+    timestamp_bounds_ms: tuple[int, int] | None, keys_required: bool,
 ) -> None:
-    """Refuse the append if a CreateTime record lies outside ``[now - before, now + after]``.
+    """The rules that look inside batches, with the records decoded at most once.
 
-    Kafka's rule (KIP-937: ``message.timestamp.before.max.ms`` / ``after.max.ms``; records
-    without a timestamp, -1, pass). The upper bound needs only each batch's ``maxTimestamp``;
-    the lower bound needs every record, so records are decoded only when the lower bound is
-    above zero (``before.max.ms`` defaults to "never", Long.MAX_VALUE) or when a batch's
-    ``maxTimestamp`` already breaks the upper one and the culprit must be named.
+    * ``keys_required`` (a compacted topic): a record with a null key is INVALID_RECORD.
+    * ``timestamp_bounds_ms`` = (``message.timestamp.before.max.ms``, ``after.max.ms``) for a
+      CreateTime topic (KIP-937): a record outside ``[now - before, now + after]`` is
+      INVALID_TIMESTAMP; records without a timestamp (-1) pass. The upper bound needs only each
+      batch's ``maxTimestamp``; the lower needs every record, so records are decoded for it only
+      when it is above zero (``before.max.ms`` defaults to "never", Long.MAX_VALUE) or when a
+      batch already breaks the upper bound and the culprit must be named.
+
+    Null keys are reported before timestamps, in Kafka's order. The CRCs were already checked by
+    :func:`analyze_and_assign`, so the compiled columnar decoder skips them.
     """
-    lower, upper = now_ms - before_max_ms, now_ms + after_max_ms
-    if lower <= 0:
-        for header in headers:
-            if header.max_timestamp > upper:
-                break
-        else:
-            return  # the common case: one comparison per batch
+    bounds = None
+    if timestamp_bounds_ms is not None:
+        before_max_ms, after_max_ms = timestamp_bounds_ms
+        bounds = now_ms - before_max_ms, now_ms + after_max_ms
+        if bounds[0] <= 0 and _all_below(headers, bounds[1]):
+            bounds = None  # the common case: one comparison per batch
+    if not keys_required and bounds is None:
+        return
     from kafkalab.records.columnar import decode_columns  # numba: imported only when needed
 
     columns = decode_columns(records, check_crc=False)
+    if keys_required:
+        _require_keys(columns)
+    if bounds is not None:
+        _check_timestamps(columns, *bounds)
+
+
+def _all_below(headers: list[BatchHeader], upper_ms: int) -> bool:
+    for header in headers:
+        if header.max_timestamp > upper_ms:
+            return False
+    return True
+
+
+def _check_timestamps(columns: RecordColumns, lower: int, upper: int) -> None:
     stamped = columns.timestamp != NO_TIMESTAMP
     bad = stamped & ((columns.timestamp < lower) | (columns.timestamp > upper))
     if bad.any():
@@ -179,15 +203,7 @@ def check_timestamps(
         )
 
 
-def require_keys(records: bytes | bytearray) -> None:
-    """Refuse a compacted topic's append if any record has a null key.
-
-    Decodes the records (decompressing where needed) with the compiled columnar decoder; the
-    CRCs were already checked by :func:`analyze_and_assign`.
-    """
-    from kafkalab.records.columnar import decode_columns  # numba: imported only when needed
-
-    columns = decode_columns(records, check_crc=False)
+def _require_keys(columns: RecordColumns) -> None:
     keyless = columns.key_length < 0
     if keyless.any():
         index = int(keyless.argmax())

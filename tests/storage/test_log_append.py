@@ -115,15 +115,19 @@ def test_offset_index_append_reports_each_broken_rule(tmp_path: Path) -> None:
     index.close()
 
 
-def keyed_batch(keys: list[bytes | None], compression: int = 0) -> bytes:
-    """A v2 batch built by kafka-python with these keys (None = null key)."""
+def v2_batch(keys: list[bytes | None], timestamps: list[int] | None = None, compression: int = 0) -> bytes:
+    """A v2 batch built by kafka-python with these keys (None = null key) and timestamps."""
     builder = DefaultRecordBatchBuilder(
         magic=2, compression_type=compression, is_transactional=False, producer_id=-1,
         producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
     )
     for i, key in enumerate(keys):
-        builder.append(i, timestamp=1_000 + i, key=key, value=b"v", headers=[])
+        builder.append(i, timestamp=timestamps[i] if timestamps else 1_000 + i, key=key, value=b"v", headers=[])
     return bytes(builder.build())
+
+
+def keyed_batch(keys: list[bytes | None], compression: int = 0) -> bytes:
+    return v2_batch(keys, compression=compression)
 
 
 def test_a_compacted_topic_refuses_a_record_without_a_key(tmp_path: Path) -> None:
@@ -145,13 +149,7 @@ HOUR_MS = 3_600_000
 
 
 def timed_batch(timestamps: list[int]) -> bytes:
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
-    )
-    for i, ts in enumerate(timestamps):
-        builder.append(i, timestamp=ts, key=b"k", value=b"v", headers=[])
-    return bytes(builder.build())
+    return v2_batch([b"k"] * len(timestamps), timestamps)
 
 
 def test_create_time_beyond_message_timestamp_after_max_ms_is_refused(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ class LogToClean:
 
 
 def is_compacted(log: ManagedLog) -> bool:
-    return "compact" in {p.strip() for p in log.config.cleanup_policy.split(",")}
+    return log.config.compacted
 
 
 def cleanable_offsets(log: ManagedLog, checkpoint: int | None, now_ms: int) -> tuple[int, int]:
