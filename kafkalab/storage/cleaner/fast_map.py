@@ -36,8 +36,7 @@ import math
 import numpy as np
 from numba import njit
 
-from kafkalab.errors import StorageError
-from kafkalab.storage.cleaner.offset_map import BYTES_PER_ENTRY
+from kafkalab.storage.cleaner.offset_map import map_capacity
 
 SEED_H1 = np.uint64(0)
 SEED_H2 = np.uint64(0x9E3779B97F4A7C15)  # any fixed seed other than SEED_H1 gives an independent hash
@@ -195,13 +194,8 @@ class FastOffsetMap:
     """
 
     def __init__(self, memory_bytes: int, load_factor: float = 0.9) -> None:
-        if memory_bytes < BYTES_PER_ENTRY:
-            raise StorageError(f"offset map needs at least {BYTES_PER_ENTRY} bytes, got {memory_bytes}")
-        if not 0 < load_factor <= 1:
-            raise StorageError(f"offset map load factor must be in (0, 1], got {load_factor}")
-        self.slots = memory_bytes // BYTES_PER_ENTRY
+        self.slots, self.max_entries = map_capacity(memory_bytes, load_factor)
         self.load_factor = load_factor
-        self.max_entries = max(1, int(self.slots * load_factor))
         self.table = np.zeros((1, 3), np.uint64)
         self.size = 0
         self.latest_offset = -1

@@ -34,16 +34,22 @@ class OffsetMapFullError(StorageError):
     """A put into a map that already holds ``max_entries`` keys."""
 
 
+def map_capacity(memory_bytes: int, load_factor: float) -> tuple[int, int]:
+    """(slots, entries before the map counts as full) for ``log.cleaner.dedupe.buffer.size``
+    bytes and ``log.cleaner.io.buffer.load.factor``: one slot per digest plus offset."""
+    if memory_bytes < BYTES_PER_ENTRY:
+        raise StorageError(f"offset map needs at least {BYTES_PER_ENTRY} bytes, got {memory_bytes}")
+    if not 0 < load_factor <= 1:
+        raise StorageError(f"offset map load factor must be in (0, 1], got {load_factor}")
+    slots = memory_bytes // BYTES_PER_ENTRY
+    return slots, max(1, int(slots * load_factor))
+
+
 class OffsetMap:
     """Latest offset per key digest, bounded by slots. Not thread-safe; owned by one cleaner."""
 
     def __init__(self, memory_bytes: int, load_factor: float = 0.9) -> None:
-        if memory_bytes < BYTES_PER_ENTRY:
-            raise StorageError(f"offset map needs at least {BYTES_PER_ENTRY} bytes, got {memory_bytes}")
-        if not 0 < load_factor <= 1:
-            raise StorageError(f"offset map load factor must be in (0, 1], got {load_factor}")
-        self.slots = memory_bytes // BYTES_PER_ENTRY
-        self.max_entries = max(1, int(self.slots * load_factor))
+        self.slots, self.max_entries = map_capacity(memory_bytes, load_factor)
         self._offsets: dict[bytes, int] = {}
         self.latest_offset = -1  # the last offset the map has seen, keyed or not
         self.lookups = 0
