@@ -94,7 +94,7 @@ class Broker:
 
     # --- the adapter's interface --------------------------------------------------------------
 
-    def handle(self, connection_id: int, frame: bytes, now_ms: int) -> None:
+    def handle(self, connection_id: int, frame: bytes | bytearray, now_ms: int) -> None:
         """Process one request frame; its Outgoing lands in the outbox now or later."""
         try:
             header = decode_request_header(frame)

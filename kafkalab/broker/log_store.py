@@ -58,7 +58,9 @@ class PartitionLog(Protocol):
     @property
     def log_end_offset(self) -> int: ...
 
-    def append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> AppendInfo: ...
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False
+    ) -> AppendInfo: ...
 
     def read(
         self, offset: int, max_bytes: int, max_offset: int | None = None,

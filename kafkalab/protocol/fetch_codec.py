@@ -62,7 +62,7 @@ class _Irregular(Exception):
     """The body is not in the common shape: let the generic codec handle it."""
 
 
-def decode_fetch_request(data: bytes | memoryview, version: int) -> Any:
+def decode_fetch_request(data: bytes | bytearray | memoryview, version: int) -> Any:
     """The request body at ``version``, equal to ``FETCH_REQUEST.decode(data, version,
     allow_trailing=True)``; raises what that raises."""
     if 4 <= version <= 12:

@@ -48,7 +48,7 @@ def request_is_flexible(api_key: int, api_version: int) -> bool:
     return pair is not None and pair[0].is_flexible(api_version)
 
 
-def decode_request_header(frame: bytes | memoryview) -> RequestHeader:
+def decode_request_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
     reader = Reader(frame)
     api_key = reader.int16()
     api_version = reader.int16()
@@ -59,7 +59,7 @@ def decode_request_header(frame: bytes | memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, reader.position)
 
 
-def peek_correlation_id(frame: bytes | memoryview) -> int | None:
+def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int | None:
     """The correlation id of a frame whose header may be malformed, if it has one."""
     if len(frame) < 8:
         return None
@@ -92,12 +92,16 @@ def encode_request(
     return size_prefix(len(data)) + data
 
 
-def decode_request_body(api_key: int, api_version: int, data: bytes | memoryview) -> Any:
+def decode_request_body(api_key: int, api_version: int, data: bytes | bytearray | memoryview) -> Any:
     """A request body as the broker reads it: field by field, ignoring trailing bytes (as
-    Kafka's generated readers do). Fetch takes its dedicated reader (same result, faster)."""
+    Kafka's generated readers do). Fetch takes its dedicated reader (same result, faster).
+
+    Records (a Produce request's batches) come back as views of ``data``, not copies: the
+    broker owns the request frame, validates the batches where they lie and, as Kafka's
+    LogValidator does for uncompressed batches, writes their offsets into them in place."""
     if api_key == FETCH_KEY:
         return decode_fetch_request(data, api_version)
-    return SCHEMAS[api_key][0].decode(data, api_version, allow_trailing=True)
+    return SCHEMAS[api_key][0].decode(data, api_version, allow_trailing=True, records_as_views=True)
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> list[Part]:

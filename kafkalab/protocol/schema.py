@@ -186,11 +186,13 @@ class Message:
                 f"{self.valid[0]}-{self.valid[1]}"
             )
 
-    def decode(self, data: bytes | memoryview, version: int, *, allow_trailing: bool = False) -> Any:
+    def decode(self, data: bytes | bytearray | memoryview, version: int, *, allow_trailing: bool = False,
+               records_as_views: bool = False) -> Any:
         """Decode a whole body; trailing bytes are an error unless ``allow_trailing`` (the broker
-        reads requests as Kafka's generated readers do: field by field, ignoring what is left)."""
+        reads requests as Kafka's generated readers do: field by field, ignoring what is left).
+        ``records_as_views``: records fields are views of ``data``, not copies (see Reader)."""
         self.check_version(version)
-        reader = Reader(data)
+        reader = Reader(data, records_as_views=records_as_views)
         value = self.struct.read(reader, version, self.is_flexible(version))
         if reader.remaining_bytes and not allow_trailing:
             raise ProtocolError(
@@ -411,7 +413,7 @@ def _bytes_codec(compact: bool, nullable: bool, field_name: str) -> tuple[ReadFn
 
 
 def _records_codec(compact: bool, nullable: bool, field_name: str) -> tuple[ReadFn, WriteFn]:
-    return (lambda r: r.bytes_(compact, nullable)), (lambda w, v: w.records(v, compact))
+    return (lambda r: r.records(compact, nullable)), (lambda w, v: w.records(v, compact))
 
 
 def _uuid_codec(compact: bool, nullable: bool, field_name: str) -> tuple[ReadFn, WriteFn]:

@@ -113,12 +113,17 @@ class RecordsParts:
 class Reader:
     """Decodes primitives from a buffer, front to back. Not thread-safe; one per message."""
 
-    __slots__ = ("_view", "position", "_end")
+    __slots__ = ("_view", "position", "_end", "records_as_views")
 
-    def __init__(self, data: bytes | bytearray | memoryview, position: int = 0) -> None:
+    def __init__(self, data: bytes | bytearray | memoryview, position: int = 0, *,
+                 records_as_views: bool = False) -> None:
         self._view = memoryview(data)
         self.position = position
         self._end = len(self._view)
+        # True: a records field comes back as a memoryview of ``data`` instead of a copy, as
+        # Kafka's MemoryRecords wraps the request buffer. The caller keeps ``data`` alive and
+        # unchanged for as long as it uses the records -- or, owning ``data``, may change them.
+        self.records_as_views = records_as_views
 
     @property
     def remaining_bytes(self) -> int:
@@ -223,6 +228,17 @@ class Reader:
                 raise ProtocolError(f"null in non-nullable bytes at byte {self.position}")
             return None
         return bytes(self._take(length, "bytes"))
+
+    def records(self, compact: bool, nullable: bool) -> bytes | memoryview | None:
+        """A records field: bytes, or a view of the buffer when ``records_as_views``."""
+        if not self.records_as_views:
+            return self.bytes_(compact, nullable)
+        length = self._length(compact, "records")
+        if length == -1:
+            if not nullable:
+                raise ProtocolError(f"null in non-nullable records at byte {self.position}")
+            return None
+        return self._take(length, "records")
 
     def array_count(self, compact: bool, nullable: bool) -> int:
         """Element count of an array; -1 for null. Each element takes at least one byte."""

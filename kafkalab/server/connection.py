@@ -1,20 +1,24 @@
-"""One client connection: an asyncio Protocol that cuts frames, hands them to the broker one at
-a time, and writes each response straight to the socket.
+"""One client connection: an asyncio BufferedProtocol that cuts frames, hands them to the broker
+one at a time, and writes each response straight to the socket.
 
 Theory of operation
 -------------------
-The event loop calls :meth:`Connection.data_received` with whatever bytes the socket had. The
-connection feeds them to its :class:`~kafkalab.protocol.framing.FrameDecoder` and, right there in
-the same callback, hands each whole frame to the broker (``submit``)::
+The event loop asks :meth:`Connection.get_buffer` where to put the socket's next bytes, reads
+into it (``recv_into``) and reports the count to :meth:`Connection.buffer_updated`. The buffer
+comes from the connection's :class:`~kafkalab.protocol.framing.FrameDecoder`: a scratch area for
+small requests, or -- once a large frame's size is known -- that frame's own ``bytearray``, so a
+1 MiB produce request is written by the kernel straight into the buffer the broker parses and
+the log stamps in place. Right there, in the same callback, each whole frame goes to the broker
+(``submit``)::
 
-    socket readable --> data_received --> FrameDecoder --> frame --> broker.handle
-                                                                        |
+    socket readable --> recv_into(get_buffer()) --> buffer_updated --> frame --> broker.handle
+                                                                                     |
         next frame (if any) <-- finish <-- write parts now <-- deliver(Outgoing)
 
 Only one request per connection is in the broker at a time (Kafka's ``SocketServer`` mutes a
 channel until its response is sent), so responses leave in request order. A request the broker
 answers at once -- a fetch that finds records, a produce with acks=1 -- is delivered during
-``submit`` and written before ``data_received`` returns: no task, no queue, no extra trip around
+``submit`` and written before ``buffer_updated`` returns: no task, no queue, no extra trip around
 the event loop, which a consumer with one fetch in flight feels on every megabyte. A request the
 broker answers later (a parked fetch) leaves the connection *busy*: later frames wait in the
 decoder, and the response's ``deliver`` -- from the timer task or another connection's produce
@@ -32,7 +36,7 @@ bytes until the whole response is queued: the client is woken for full segments,
 bytes it cannot use without the records. Worked example: a fetch response of parts ``[size
 4 B, header 61 B, slice 999,875 B, tags 3 B]`` leaves as cork, a 65-byte ``write``, ``open``,
 one ``sendfile`` of 999,875 bytes, ``close``, a 3-byte ``write`` and uncork -- seven system
-calls, all inside the ``data_received`` that brought the fetch.
+calls, all inside the ``buffer_updated`` that brought the fetch.
 
 A connection ends when the client closes it, stays idle past ``connections.max.idle.ms``, stops
 reading its responses for ``WRITE_TIMEOUT_S``, sends a frame that cannot be parsed, or when the
@@ -64,10 +68,10 @@ WRITE_TIMEOUT_S = 30.0  # a client that does not read its response for this long
 
 log = logging.getLogger("kafkalab.server")
 
-Submit = Callable[["Connection", bytes], None]
+Submit = Callable[["Connection", bytes | bytearray], None]
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """One client socket. Owned by the server's event loop; not thread-safe.
 
     ``submit(connection, frame)`` hands a frame to the broker; the broker's answer comes back
@@ -93,7 +97,7 @@ class Connection(asyncio.Protocol):
         self._last_active_s = 0.0
         self._idle_check: asyncio.TimerHandle | None = None
 
-    # --- asyncio.Protocol ---------------------------------------------------------------------
+    # --- asyncio.BufferedProtocol ---------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -105,8 +109,11 @@ class Connection(asyncio.Protocol):
         if not self._on_open(self):
             self.close("refused: the server has as many connections as it takes")
 
-    def data_received(self, data: bytes) -> None:
-        self._decoder.feed(data)
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._decoder.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._decoder.buffer_updated(nbytes)
         self._handle_frames()
 
     def eof_received(self) -> bool:

@@ -120,8 +120,8 @@ class KafkaServer:
         if self._connections.pop(connection.connection_id, None) is not None and self.broker is not None:
             self.broker.connection_closed(connection.connection_id)
 
-    def _submit(self, connection: Connection, frame: bytes) -> None:
-        """Hand one frame to the broker (called from the connection's ``data_received``) and
+    def _submit(self, connection: Connection, frame: bytes | bytearray) -> None:
+        """Hand one frame to the broker (called from the connection's ``buffer_updated``) and
         deliver whatever the broker answered, this connection's response included."""
         assert self.broker is not None
         connection_id = connection.connection_id

@@ -121,7 +121,7 @@ def analyze(
 
 
 def analyze_and_assign(
-    records: bytes | bytearray, *, next_offset: int, leader_epoch: int, max_message_bytes: int
+    records: bytes | bytearray | memoryview, *, next_offset: int, leader_epoch: int, max_message_bytes: int
 ) -> list[BatchHeader]:
     """The leader's pass: check every batch and return its header *as it will be written*,
     with offsets from ``next_offset`` and the leader epoch. Nothing is modified yet, so a bad
@@ -152,7 +152,7 @@ def analyze_and_assign(
 
 
 def check_records(
-    records: bytes | bytearray, headers: list[BatchHeader], *, now_ms: int,
+    records: bytes | bytearray | memoryview, headers: list[BatchHeader], *, now_ms: int,
     timestamp_bounds_ms: tuple[int, int] | None, keys_required: bool,
 ) -> None:
     """The rules that look inside batches, with the records decoded at most once.
@@ -248,9 +248,11 @@ def check_segment_fit(size_bytes: int, segment_bytes: int) -> None:
         )
 
 
-def stamp(buf: bytearray, headers: list[BatchHeader], log_append_time_ms: int | None) -> list[BatchHeader]:
-    """Write each header's base offset and leader epoch into ``buf`` (a copy of the request) in
-    place; with ``LogAppendTime`` also the broker's timestamp and a fresh CRC. Returns the
+def stamp(
+    buf: bytearray | memoryview, headers: list[BatchHeader], log_append_time_ms: int | None
+) -> list[BatchHeader]:
+    """Write each header's base offset and leader epoch into ``buf`` (writable: a copy of the
+    request, or the request frame itself) in place; with ``LogAppendTime`` also the broker's timestamp and a fresh CRC. Returns the
     headers of ``buf`` as written."""
     for header in headers:
         _BASE_AND_LENGTH_AND_EPOCH.pack_into(
@@ -264,7 +266,7 @@ def stamp(buf: bytearray, headers: list[BatchHeader], log_append_time_ms: int | 
     return [read_header(buf, header.position) for header in headers]
 
 
-def _stamp_log_append_time(buf: bytearray, header: BatchHeader, now_ms: int) -> None:
+def _stamp_log_append_time(buf: bytearray | memoryview, header: BatchHeader, now_ms: int) -> None:
     # Both fields are inside the CRC'd range [21, end): the CRC must be recomputed.
     _ATTRIBUTES.pack_into(buf, header.position + V2_ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
     _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_OFFSET, now_ms)

@@ -188,7 +188,7 @@ class LogSegment:
     # -- appending ---------------------------------------------------------------------------
 
     def append(
-        self, largest_offset: int, largest_timestamp: int, data: bytes | bytearray,
+        self, largest_offset: int, largest_timestamp: int, data: bytes | bytearray | memoryview,
         headers: Sequence[BatchHeader],
     ) -> None:
         """Write already-validated batches (``headers`` describe ``data``) and index them."""

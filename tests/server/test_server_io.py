@@ -247,18 +247,18 @@ def test_timer_task_is_woken_only_by_requests_that_queue_an_earlier_deadline(tmp
 
 def test_requests_answered_at_once_are_handled_inline_and_a_parked_fetch_keeps_request_order(tmp_path: Path,
                                                                                               monkeypatch):
-    """A fetch that finds records and a produce are answered inside the ``data_received`` that
+    """A fetch that finds records and a produce are answered inside the ``buffer_updated`` that
     brought them (no task, no queue). A parked fetch holds back the requests pipelined behind
     it: they are handled only after its response is written, so responses keep request order."""
     events: list[str] = []
     inside = [0]
-    original_received = Connection.data_received
+    original_received = Connection.buffer_updated
     original_deliver = Connection.deliver
 
-    def received(self: Connection, data: bytes) -> None:
+    def received(self: Connection, nbytes: int) -> None:
         inside[0] += 1
         try:
-            original_received(self, data)
+            original_received(self, nbytes)
         finally:
             inside[0] -= 1
 
@@ -266,7 +266,7 @@ def test_requests_answered_at_once_are_handled_inline_and_a_parked_fetch_keeps_r
         events.append("inline" if inside[0] else "later")
         original_deliver(self, outgoing)
 
-    monkeypatch.setattr(Connection, "data_received", received)
+    monkeypatch.setattr(Connection, "buffer_updated", received)
     monkeypatch.setattr(Connection, "deliver", deliver)
 
     async def scenario() -> list[int]:
@@ -292,7 +292,7 @@ def test_requests_answered_at_once_are_handled_inline_and_a_parked_fetch_keeps_r
                 frame = await asyncio.wait_for(client.reader.readexactly(size), STEP_S)
                 received_ids.append(decode_response(api_key, version, frame)[0])
             # the parked fetch is answered by the timer; the ApiVersions behind it follow from
-            # that delivery, not from a data_received of their own
+            # that delivery, not from a buffer_updated of their own
             assert events == ["later", "later", "later"]
             assert received_ids == sent
             client.writer.close()
@@ -323,6 +323,18 @@ class FakeTransport(asyncio.Transport):
         self.calls.append("close")
 
 
+def receive(connection: Connection, data: bytes) -> None:
+    """What the event loop does with ``data`` arriving on the socket: ``recv_into`` the buffer
+    the connection offers, then ``buffer_updated``, until all of it is in."""
+    view = memoryview(data)
+    while view:
+        target = connection.get_buffer(-1)
+        count = min(len(target), len(view))
+        target[:count] = view[:count]
+        connection.buffer_updated(count)
+        view = view[count:]
+
+
 def test_a_busy_connection_stops_reading_beyond_its_pause_limit_and_resumes_after_the_answer():
     """While a request is in the broker, pipelined frames wait in the decoder; past
     PAUSE_READING_BYTES the socket is no longer read, and reading resumes once the request is
@@ -334,11 +346,11 @@ def test_a_busy_connection_stops_reading_beyond_its_pause_limit_and_resumes_afte
         transport = FakeTransport()
         connection.connection_made(transport)
         frame = size_prefix(1000) + bytes(1000)
-        connection.data_received(frame)  # the first request goes to the broker and stays there
+        receive(connection, frame)  # the first request goes to the broker and stays there
         chunk = frame * 100
         while connection_module.PAUSE_READING_BYTES >= connection._decoder.buffered_bytes:
             assert transport.calls == []
-            connection.data_received(chunk)
+            receive(connection, chunk)
         assert transport.calls == ["pause"] and len(submitted) == 1
         for _ in range(connection._decoder.buffered_bytes // len(frame) + 1):
             connection.deliver(Outgoing(1, None))  # answer (acks=0 style): the next frame goes in

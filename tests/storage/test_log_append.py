@@ -57,6 +57,31 @@ def test_request_of_three_batches_gets_consecutive_offsets_and_the_epoch(open_lo
     assert log.leader_epoch_cache.entries == [(0, 0), (5, 2)]
 
 
+@pytest.mark.parametrize("log_append_time", [False, True])
+def test_in_place_append_stamps_the_callers_buffer_and_writes_the_same_bytes(tmp_path, clock,
+                                                                              log_append_time) -> None:
+    """The broker owns its request frame and lets the log stamp it (Kafka's LogValidator does
+    the same to the request buffer): the segment gets exactly the bytes a copy would give."""
+    config = LogConfig(message_timestamp_type="LogAppendTime" if log_append_time else "CreateTime")
+    copied, in_place = Log.open(tmp_path / "copied-0", config, clock), Log.open(tmp_path / "inplace-0", config, clock)
+    clock.set_ms(7_000_000)
+    frame = bytearray(b"header" + build_batch(3) + build_batch(2) + b"trailer")
+    records = memoryview(frame)[6:-7]  # as the request decoder hands them out
+    for log in (copied, in_place):
+        log.append_as_leader(build_batch(4), leader_epoch=0)
+    copied.append_as_leader(records, leader_epoch=3)
+    assert records.tobytes() == bytes(build_batch(3) + build_batch(2))  # untouched by default
+    in_place.append_as_leader(records, leader_epoch=3, in_place=True)
+    stored = in_place.read(4, 1 << 20).read_bytes()
+    assert stored == copied.read(4, 1 << 20).read_bytes() == records.tobytes()  # stamped where it lay
+    assert frame[:6] == b"header" and frame[-7:] == b"trailer"
+    assert [(b.base_offset, b.validate_crc()) for b in batches_of(stored)] == [(4, True), (7, True)]
+    in_place.append_as_leader(bytes(build_batch(1)), leader_epoch=3, in_place=True)  # read-only: copied
+    assert in_place.log_end_offset == 10
+    copied.close()
+    in_place.close()
+
+
 def test_one_bad_batch_rejects_the_whole_request(open_log) -> None:
     log = open_log(LogConfig(max_message_bytes=400))
     good = build_batch(2)

@@ -65,12 +65,12 @@ def handle_produce(broker: Broker, request: Request) -> Any:
     return _R(responses=tuple(topics))
 
 
-def _append(broker: Broker, topic: str, partition: int, records: bytes | None, version: int) -> Any:
+def _append(broker: Broker, topic: str, partition: int, records: bytes | memoryview | None, version: int) -> Any:
     try:
         log = _log_for_produce(broker, topic, partition)
         _check_batches(records, version)
         assert records is not None
-        info = log.append_as_leader(records, LEADER_EPOCH)
+        info = log.append_as_leader(records, LEADER_EPOCH, in_place=True)  # the frame is ours
     except KafkaError as error:
         return _P(index=partition, error_code=error.error_code, error_message=str(error))
     on_partition_appended(broker, topic, partition)
@@ -93,7 +93,7 @@ def _log_for_produce(broker: Broker, topic: str, partition: int) -> PartitionLog
     return log
 
 
-def _check_batches(records: bytes | None, version: int) -> None:
+def _check_batches(records: bytes | memoryview | None, version: int) -> None:
     if not records:
         raise KafkaError("Produce carries no record batch", error_code=ErrorCode.INVALID_RECORD)
     headers = iter(iter_headers(records))
