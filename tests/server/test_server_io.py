@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -72,16 +71,11 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
         return await original_sendfile(self, transport, file, offset, count, **kwargs)
 
     monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "sendfile", counting_sendfile)
-    corked_after: list[int] = []
 
     async def scenario() -> bytes:
         def submit(connection: Connection, frame: bytes) -> None:
             assert frame == b"ping"
             connection.deliver(Outgoing(connection.connection_id, parts))
-            if hasattr(socket, "TCP_CORK") and connection._writer_task is None:  # sent at once
-                assert connection._transport is not None
-                sock = connection._transport.get_extra_info("socket")
-                corked_after.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK))
 
         server = await _serve(submit)
         port = server.sockets[0].getsockname()[1]
@@ -100,37 +94,6 @@ def test_response_parts_arrive_byte_exact_with_one_write_per_in_memory_run(tmp_p
         assert len(handed_over) == 1 and 0 < handed_over[0] < slice_bytes
     else:
         assert handed_over == []  # all sent at once: no loop.sendfile, no drain
-    if slice_bytes <= 4 << 20:
-        assert corked_after in ([0], [])  # the cork is taken off again once the response is queued
-
-
-def test_single_part_responses_are_not_corked(tmp_path, monkeypatch):
-    """Corking pays only when a response has parts the kernel would otherwise push alone."""
-    calls: list[bool] = []
-    monkeypatch.setattr(connection_module, "_set_cork", lambda sock, on: calls.append(on) or True)
-
-    async def scenario() -> tuple[bytes, bytes]:
-        responses = iter([[b"\x00\x00\x00\x02", b"ok"],
-                          [b"\x00\x00\x00\x05", FileSlice(segment, 0, 3), b"!!"]])
-
-        def submit(connection: Connection, frame: bytes) -> None:
-            connection.deliver(Outgoing(connection.connection_id, next(responses)))
-
-        server = await _serve(submit)
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
-        writer.write(size_prefix(1) + b"a")
-        first = await asyncio.wait_for(reader.readexactly(6), STEP_S)
-        writer.write(size_prefix(1) + b"b")
-        second = await asyncio.wait_for(reader.readexactly(9), STEP_S)
-        writer.close()
-        server.close()
-        await server.wait_closed()
-        return first, second
-
-    segment = tmp_path / "00000000000000000000.log"
-    segment.write_bytes(b"abc")
-    assert asyncio.run(scenario()) == (b"\x00\x00\x00\x02ok", b"\x00\x00\x00\x05abc!!")
-    assert calls == [True, False]  # only the response with a file slice, and uncorked after
 
 
 def test_a_slice_past_the_end_of_its_file_closes_the_connection(tmp_path):
