@@ -23,7 +23,9 @@ of ``DIRECT_FRAME_BYTES`` or more has arrived, the decoder allocates a ``bytearr
 that size, moves the bytes already received into it, and hands out the rest of it as the
 receive buffer, so the kernel writes the frame's remaining bytes straight into the frame the
 broker will parse -- as Kafka's ``NetworkReceive`` reads into a buffer of the announced size.
-Worked example: a 1 MiB produce request arrives as a 64 KiB read into scratch (prefix plus
+Unlike Kafka's, the buffer of a frame above ``FIRST_BODY_BYTES_MAX`` (8 MiB) starts at that
+size and doubles as the bytes arrive: an announced size alone cannot make the broker allocate
+100 MiB. Worked example: a 1 MiB produce request arrives as a 64 KiB read into scratch (prefix plus
 65,532 bytes, moved into the new frame) and then reads of up to 983,044 bytes into the frame
 itself; the frame comes out as that ``bytearray``, which the broker owns from then on. Feeding
 it through ``feed`` in 256 KiB pieces would instead copy every byte once more, and joining the
@@ -42,6 +44,9 @@ FRAME_BYTES_MAX = 100 * 1024 * 1024  # socket.request.max.bytes default
 SIZE_PREFIX_BYTES = 4
 SCRATCH_BYTES = 64 * 1024  # where reads land until a large frame's size is known
 DIRECT_FRAME_BYTES = 16 * 1024  # frames at least this large are received into their own buffer
+# A large frame's buffer starts at most this big and doubles as bytes arrive, so four bytes
+# announcing a 100 MiB frame cost 8 MiB, not 100 MiB, until the sender really sends them.
+FIRST_BODY_BYTES_MAX = 8 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 
 
@@ -64,6 +69,7 @@ class FrameDecoder:
         self._start = 0  # scratch[_start:_end] holds received bytes not yet cut into frames
         self._end = 0
         self._body: bytearray | None = None  # a large frame being received in place
+        self._body_size = 0  # the frame's announced size; len(_body) grows towards it
         self._body_filled = 0
         self._frames: deque[bytes | bytearray] = deque()  # whole frames not yet taken
         self._frames_bytes = 0
@@ -90,6 +96,10 @@ class FrameDecoder:
         """Where the next received bytes should be written: never empty. ``sizehint`` is
         asyncio's and is ignored: the buffer's size is what the decoder wants next."""
         if self._body is not None:
+            if self._body_filled == len(self._body):  # full but the frame is not: double it
+                grown = bytearray(min(2 * len(self._body), self._body_size))
+                grown[: self._body_filled] = self._body
+                self._body = grown
             return memoryview(self._body)[self._body_filled :]
         if self._error is not None:  # the stream is dead; give reads somewhere to go
             self._start = self._end = 0
@@ -105,7 +115,7 @@ class FrameDecoder:
         """``nbytes`` were written at the start of the buffer :meth:`get_buffer` returned."""
         if self._body is not None:
             self._body_filled += nbytes
-            if self._body_filled == len(self._body):
+            if self._body_filled == self._body_size:
                 self._queue(self._body)
                 self._body, self._body_filled = None, 0
             return
@@ -148,10 +158,10 @@ class FrameDecoder:
                 start = frame_end
                 continue
             if size_bytes >= DIRECT_FRAME_BYTES:
-                body = bytearray(size_bytes)
                 received = end - start - SIZE_PREFIX_BYTES
-                body[:received] = scratch[start + SIZE_PREFIX_BYTES : end]
-                self._body, self._body_filled = body, received
+                body = bytearray(min(size_bytes, max(FIRST_BODY_BYTES_MAX, 2 * received)))
+                body[:received] = memoryview(scratch)[start + SIZE_PREFIX_BYTES : end]
+                self._body, self._body_size, self._body_filled = body, size_bytes, received
                 start = end
             break
         if start == end:

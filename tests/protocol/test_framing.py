@@ -7,7 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalab.errors import ProtocolError
-from kafkalab.protocol.framing import DIRECT_FRAME_BYTES, NEED_DATA, SCRATCH_BYTES, FrameDecoder, size_prefix
+from kafkalab.protocol import framing
+from kafkalab.protocol.framing import (
+    DIRECT_FRAME_BYTES,
+    FIRST_BODY_BYTES_MAX,
+    NEED_DATA,
+    SCRATCH_BYTES,
+    FrameDecoder,
+    size_prefix,
+)
 
 
 def test_frame_split_across_feeds():
@@ -126,3 +134,34 @@ def test_in_place_receiving_yields_the_frames_of_any_stream(sizes, read_bytes, d
         out.append(bytes(frame))
     assert out == frames
     assert decoder.buffered_bytes == 0
+
+
+def test_an_announced_size_alone_does_not_allocate_the_frame():
+    """Four bytes announcing a 30 MiB frame cost FIRST_BODY_BYTES_MAX, not 30 MiB; the buffer
+    doubles as the bytes really arrive, and the frame comes out whole."""
+    size = 30 * 1024 * 1024
+    body = bytes(range(256)) * (size // 256)
+    decoder = FrameDecoder()
+    receive(decoder, size_prefix(size) + body[:1000], read_bytes=1 << 20)
+    assert len(decoder.get_buffer(-1)) == FIRST_BODY_BYTES_MAX - 1000
+    receive(decoder, body[1000:], read_bytes=3 << 20)
+    frame = decoder.next_frame()
+    assert isinstance(frame, bytearray) and len(frame) == size and frame == body
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(DIRECT_FRAME_BYTES, 120_000), min_size=1, max_size=4), st.integers(1, 70_000))
+def test_growing_frame_buffers_yield_the_same_frames(sizes, read_bytes):
+    frames = [bytes([n % 253]) * n for n in sizes]
+    stream = b"".join(size_prefix(len(f)) + f for f in frames)
+    original = framing.FIRST_BODY_BYTES_MAX
+    framing.FIRST_BODY_BYTES_MAX = 20_000  # small, so that most frames grow several times
+    try:
+        decoder = FrameDecoder()
+        receive(decoder, stream, read_bytes)
+        out = []
+        while (frame := decoder.next_frame()) is not NEED_DATA:
+            out.append(bytes(frame))
+    finally:
+        framing.FIRST_BODY_BYTES_MAX = original
+    assert out == frames
