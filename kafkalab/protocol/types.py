@@ -222,23 +222,21 @@ class Reader:
             raise ProtocolError(f"string at byte {self.position - length} is not UTF-8: {exc}") from None
 
     def bytes_(self, compact: bool, nullable: bool) -> bytes | None:
-        length = self._length(compact, "bytes")
-        if length == -1:
-            if not nullable:
-                raise ProtocolError(f"null in non-nullable bytes at byte {self.position}")
-            return None
-        return bytes(self._take(length, "bytes"))
+        view = self._nullable_view(compact, nullable, "bytes")
+        return None if view is None else bytes(view)
 
     def records(self, compact: bool, nullable: bool) -> bytes | memoryview | None:
         """A records field: bytes, or a view of the buffer when ``records_as_views``."""
-        if not self.records_as_views:
-            return self.bytes_(compact, nullable)
-        length = self._length(compact, "records")
+        view = self._nullable_view(compact, nullable, "records")
+        return view if view is None or self.records_as_views else bytes(view)
+
+    def _nullable_view(self, compact: bool, nullable: bool, what: str) -> memoryview | None:
+        length = self._length(compact, what)
         if length == -1:
             if not nullable:
-                raise ProtocolError(f"null in non-nullable records at byte {self.position}")
+                raise ProtocolError(f"null in non-nullable {what} at byte {self.position}")
             return None
-        return self._take(length, "records")
+        return self._take(length, what)
 
     def array_count(self, compact: bool, nullable: bool) -> int:
         """Element count of an array; -1 for null. Each element takes at least one byte."""

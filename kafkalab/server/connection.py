@@ -52,7 +52,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 from collections.abc import Callable
 from typing import Any
 
