@@ -37,3 +37,27 @@ def test_every_exception_class_has_a_code() -> None:
     assert len(classes) > 5
     for cls in classes:
         assert isinstance(cls.error_code, ErrorCode), cls
+
+
+# kafka-python names these ten differently from Errors.java; the numbers are what must agree.
+KAFKA_PYTHON_RENAMED = {
+    2: "CorruptRecordError", 4: "InvalidFetchRequestError", 6: "NotLeaderForPartitionError",
+    10: "MessageSizeTooLargeError", 13: "NetworkExceptionError", 17: "InvalidTopicError",
+    39: "InvalidReplicationAssignmentError", 40: "InvalidConfigurationError", 56: "KafkaStorageError",
+    106: "FetchSessionTopicIdError",
+}
+
+
+def test_every_code_matches_kafka_python() -> None:
+    # kafka-python's error classes carry Kafka's numbers too: an oracle nobody here wrote.
+    import kafka.errors as kafka_errors
+
+    for code in ErrorCode:
+        if code.value <= 0:
+            continue
+        theirs = kafka_errors.for_code(code.value).__name__
+        expected = KAFKA_PYTHON_RENAMED.get(code.value)
+        if expected is None:
+            assert theirs.lower().removesuffix("error") == code.name.replace("_", "").lower(), code
+        else:
+            assert theirs == expected, code
