@@ -366,6 +366,12 @@ class Log:
         self.high_watermark = min(max(offset, self.log_start_offset), self._next_offset)
         return self.high_watermark
 
+    def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A new leader's epoch begins at its log end offset, before it writes anything in that
+        epoch (Kafka's ``maybeAssignEpochStartOffset``), so followers asking where the epoch
+        before it ended get an answer even if the new leader never appends."""
+        self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         """Move the HW forward only (the leader's rule); returns whether it moved."""
         if offset <= self.high_watermark:
