@@ -1,0 +1,1 @@
+"""The deterministic simulation: clock, network, faults (syllabus 08-09)."""
