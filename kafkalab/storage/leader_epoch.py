@@ -18,6 +18,8 @@ from pathlib import Path
 
 from kafkalab.storage import checkpoints
 
+UNDEFINED = (-1, -1)  # Kafka's (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+
 
 class LeaderEpochCache:
     """Epoch start offsets of one partition. Not thread-safe; owned by one :class:`Log`."""
@@ -54,14 +56,26 @@ class LeaderEpochCache:
         return True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(largest epoch <= ``epoch``, its end offset) as OffsetsForLeaderEpoch answers."""
-        found = (-1, -1)
-        for index, (known, _start) in enumerate(self._entries):
+        """(epoch, end offset) as OffsetsForLeaderEpoch answers, mirroring Kafka's
+        ``LeaderEpochFileCache.endOffsetFor``; ``(-1, -1)`` means undefined.
+
+        * the latest epoch ends at the log end offset (it is still being written);
+        * an older epoch ends where the next known epoch starts, and is reported as the largest
+          known epoch at or below the one asked for (the asker may never have seen that one);
+        * an epoch below every known one reports itself, ending at the first known start (its
+          data is gone, and the asker should replicate from there);
+        * an epoch above every known one, or -1, is undefined."""
+        entries = self._entries
+        if epoch < 0 or not entries:
+            return UNDEFINED
+        if epoch == entries[-1][0]:
+            return epoch, log_end_offset
+        floor = None
+        for known, start in entries:
             if known > epoch:
-                break
-            end = self._entries[index + 1][1] if index + 1 < len(self._entries) else log_end_offset
-            found = (known, end)
-        return found
+                return (floor if floor is not None else epoch), start
+            floor = known
+        return UNDEFINED
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs that start at or after ``end_offset`` (the log was truncated there)."""
