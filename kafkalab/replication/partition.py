@@ -44,6 +44,7 @@ from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata.image import NO_LEADER, PartitionRegistration
 from kafkalab.replication import events as ev
 from kafkalab.replication.replica import ReplicaState
+from kafkalab.replication.truncation import EpochCache, EpochEndOffset, diverging_epoch
 
 
 class ReplicaLog(Protocol):
@@ -54,6 +55,8 @@ class ReplicaLog(Protocol):
 
     @property
     def log_end_offset(self) -> int: ...
+    @property
+    def leader_epoch_cache(self) -> EpochCache: ...
     def maybe_increment_high_watermark(self, offset: int) -> bool: ...
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None: ...
 
@@ -69,6 +72,11 @@ class NotLeaderOrFollowerError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+class LeaderEpochError(KafkaError):
+    """A request named a leader epoch other than ours: FENCED_LEADER_EPOCH when it is older
+    (the sender must refresh its metadata), UNKNOWN_LEADER_EPOCH when newer (we must)."""
 
 
 class NotEnoughReplicasError(KafkaError):
@@ -285,6 +293,35 @@ class Partition:
         state = self.followers.get(replica_id)
         return -1 if state is None or state.broker_epoch is None else state.broker_epoch
 
+    def check_current_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Fence a request built on another leader epoch (Fetch v9+, KIP-320); -1 skips it."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return
+        code = ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+        raise LeaderEpochError(
+            f"request for {self.topic}-{self.partition} names leader epoch {current_leader_epoch}, "
+            f"this broker is at {self.leader_epoch}", error_code=code)
+
+    def check_follower_fetch(
+        self, replica_id: int, current_leader_epoch: int, fetch_offset: int, last_fetched_epoch: int,
+    ) -> EpochEndOffset | None:
+        """Validate a follower's fetch before reading (Kafka's ``fetchRecords`` for followers):
+        returns the diverging epoch when the follower's log went astray, else None."""
+        self.check_current_leader_epoch(current_leader_epoch)
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}")
+        if replica_id not in self.followers:
+            # A replica being added by a reassignment may fetch before we know of it: it retries.
+            code = ErrorCode.UNKNOWN_LEADER_EPOCH if current_leader_epoch >= 0 else ErrorCode.NOT_LEADER_OR_FOLLOWER
+            raise LeaderEpochError(
+                f"replica {replica_id} is not a replica of {self.topic}-{self.partition} in leader "
+                f"epoch {self.leader_epoch}", error_code=code)
+        if last_fetched_epoch < 0:
+            return None
+        return diverging_epoch(self.log.leader_epoch_cache, self.log.log_start_offset,
+                               self.log.log_end_offset, last_fetched_epoch, fetch_offset)
+
     # --- the controller's answer ---------------------------------------------------------------
 
     def on_alter_partition_accepted(
@@ -375,6 +412,6 @@ _WAIT_FOR_METADATA = frozenset({
 
 
 __all__ = [
-    "AlterPartitionProposal", "IsrEligibility", "IsrState", "NotEnoughReplicasError", "NotLeaderOrFollowerError",
+    "AlterPartitionProposal", "IsrEligibility", "IsrState", "LeaderEpochError", "NotEnoughReplicasError", "NotLeaderOrFollowerError",
     "Partition", "ReplicaLog", "ReplicationSettings",
 ]
