@@ -49,6 +49,7 @@ class PartitionRegistration:
     partition_epoch: int = 0
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = 0  # 1 (RECOVERING) after an unclean election, until the ISR grows
 
     def __post_init__(self) -> None:
         if len(set(self.replicas)) != len(self.replicas):

@@ -127,11 +127,12 @@ class Partition:
 
     def __init__(
         self, topic: str, partition: int, local_broker_id: int, log: ReplicaLog,
-        settings: ReplicationSettings, eligibility: IsrEligibility,
+        settings: ReplicationSettings, eligibility: IsrEligibility, local_broker_epoch: int = -1,
     ) -> None:
         self.topic = topic
         self.partition = partition
         self.local_broker_id = local_broker_id
+        self.local_broker_epoch = local_broker_epoch  # this broker's registration epoch
         self.log = log
         self.settings = settings
         self.eligibility = eligibility
@@ -289,7 +290,7 @@ class Partition:
 
     def _broker_epoch_of(self, replica_id: int) -> int:
         if replica_id == self.local_broker_id:
-            return -1  # filled in by the replica manager, which knows its own epoch
+            return self.local_broker_epoch
         state = self.followers.get(replica_id)
         return -1 if state is None or state.broker_epoch is None else state.broker_epoch
 
