@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
+from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.handlers import admin, configs, fetch, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.log_store import LogStore
 from kafkalab.broker.housekeeping import Housekeeping
@@ -47,6 +48,9 @@ from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.topics import TopicRegistry
 from kafkalab.config import DynamicConfigStore
+from kafkalab.config.resolve import broker_value
+from kafkalab.controller.local import LocalController
+from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError
 from kafkalab.protocol.header import (
     API_VERSIONS_KEY,
@@ -60,9 +64,12 @@ from kafkalab.protocol.messages import SCHEMAS
 from kafkalab.protocol.types import Part
 from kafkalab.protocol.versions import ADVERTISED
 from kafkalab.purgatory import DelayedOperationPurgatory
+from kafkalab.replication.partition import ReplicationSettings
+from kafkalab.replication.replica_manager import ReplicaManager
 from kafkalab.timer import Timer
 
 OUTBOX_MAX = 100_000  # a bug guard: the adapter drains the outbox after every call
+BROKER_EPOCH = 0  # a lone broker registers once; KRaft gives each registration a new epoch
 
 
 Handler = Callable[["Broker", Request], Any]
@@ -82,10 +89,20 @@ class Broker:
         self.settings = settings
         self.log_store = log_store
         self.config_store = config_store
-        self.topics = TopicRegistry(log_store, rng)
         self.timer = timer
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", timer=timer, purge_interval=FETCH_PURGE_INTERVAL)
+        self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
+            "Produce", timer=timer, purge_interval=PRODUCE_PURGE_INTERVAL)
+        self.controller = LocalController(
+            [BrokerRegistration(settings.node_id, BROKER_EPOCH, settings.host, settings.port, settings.rack)], rng)
+        self.replica_manager = ReplicaManager(
+            settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
+            on_high_watermark_moved=self._high_watermark_moved)
+        self.topics = TopicRegistry(self.controller, self.replica_manager)
+        self.topics.restore(log_store)
+        self.controller.subscribe(self._apply_image)
+        self.controller.publish()
         self.parked_fetches: dict[int, DelayedFetch] = {}  # by connection: one request in flight each
         self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
@@ -168,6 +185,17 @@ class Broker:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _apply_image(self, image: MetadataImage) -> None:
+        """Follow the controller: lead, follow or drop partitions as the new image says."""
+        self.replica_manager.apply_image(image, self.timer.now_ms())
+
+    def _high_watermark_moved(self, topic: str, partition: int) -> None:
+        """Kafka's ``tryCompleteDelayedRequests``: a moved HW may complete acks=all produces and
+        fetches waiting for bytes that are now committed."""
+        key = (topic, partition)
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+
     def _send(self, connection_id: int, parts: list[Part]) -> None:
         assert len(self._outbox) < OUTBOX_MAX, "the adapter must drain the outbox"
         self._outbox.append(Outgoing(connection_id, parts))
@@ -175,6 +203,13 @@ class Broker:
     def _close(self, connection_id: int, reason: str) -> None:
         self.errors_seen = [*self.errors_seen[-9:], reason]
         self._outbox.append(Outgoing(connection_id, None, close=True, reason=reason))
+
+
+def replication_settings(config_store: DynamicConfigStore, node_id: int) -> ReplicationSettings:
+    """The broker's replication configs from its config layers."""
+    lag_ms = broker_value(config_store.layers(), str(node_id), "replica.lag.time.max.ms")
+    assert isinstance(lag_ms, int)  # definitions.py gives the key a default
+    return ReplicationSettings(replica_lag_time_max_ms=lag_ms)
 
 
 def _implemented(header: RequestHeader) -> bool:

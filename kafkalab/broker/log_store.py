@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kafkalab.metadata.image import MetadataImage
 
 
 class AppendInfo(Protocol):
@@ -80,6 +83,8 @@ class LogStore(Protocol):
     def create_log(
         self, topic: str, partition: int, topic_id: uuid.UUID, properties: Mapping[str, str]
     ) -> PartitionLog: ...
+
+    def open_or_create_log(self, topic: str, partition: int, image: MetadataImage) -> Any: ...
 
     def delete_log(self, topic: str, partition: int) -> None: ...
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from kafkalab.clock import Clock
+from kafkalab.metadata.image import MetadataImage
 from kafkalab.config import DynamicConfigStore
 from kafkalab.config.store import to_log_config
 from kafkalab.storage import Log, checkpoints, partition_metadata
@@ -72,6 +73,15 @@ class StorageLogStore:
         log = self.manager.create_log(topic, partition, topic_id=partition_metadata.uuid_to_str(topic_id.bytes))
         self.config_store.attach_log(log)
         return log
+
+    def open_or_create_log(self, topic: str, partition: int, image: MetadataImage) -> Log:
+        """The replica manager's way in: the log this broker holds for a replica the metadata
+        image assigns it, created with the topic's id and configs if it is new."""
+        log = self.manager.get_log(topic, partition)
+        if log is not None:
+            return log
+        return self.create_log(topic, partition, image.topics[topic].topic_id,
+                               self.config_store.topic_properties(topic))
 
     def delete_log(self, topic: str, partition: int) -> None:
         log = self.manager.get_log(topic, partition)

@@ -1,34 +1,37 @@
-"""The topics a broker knows: names, topic ids and partition counts.
+"""The topics a broker serves: names, ids and partitions from the controller's metadata image,
+logs and leadership from the replica manager.
 
-Rebuilt at start-up from the partition directories the log store finds (``orders-0``,
-``orders-1`` ... give ``orders`` two partitions; the id comes from ``partition.metadata`` when
-present; a Kafka data dir's ``__cluster_metadata-0``, KRaft's own log, is not a topic), then kept in step with CreateTopics, CreatePartitions and DeleteTopics. Topic ids for
-new topics come from an injected ``random.Random`` so simulations replay exactly.
+The cluster's truth is the metadata image the controller publishes
+(:mod:`kafkalab.metadata.image`); this module is the handlers' window onto it. Changes --
+CreateTopics, CreatePartitions, DeleteTopics -- go to the controller, which publishes a new
+image; the replica manager follows it, creating or deleting logs. So after ``create("orders",
+3)`` returns, ``log("orders", 2)`` is a log on disk and this broker leads it (it is the only
+broker; a bigger cluster spreads leaders, and ``log`` still returns the local replica).
 
-Topic names follow Kafka's ``Topic.validate``: 1-249 characters from ``[a-zA-Z0-9._-]``, and not
-``.`` or ``..``. Worked example: ``orders.v2`` is valid; ``orders v2`` and a 250-character name
-are refused with INVALID_TOPIC_EXCEPTION (17).
+A data directory written before the controller existed is adopted at start-up: every
+``<topic>-<partition>`` directory found is restored into the image with its ``partition.metadata``
+topic id (a Kafka data dir's ``__cluster_metadata-0``, KRaft's own log, is not a topic).
+
+Topic names follow Kafka's ``Topic.validate``: ``orders.v2`` is valid; ``orders v2`` and a
+250-character name are refused with INVALID_TOPIC_EXCEPTION (17).
 """
 
 from __future__ import annotations
 
-import random
-import re
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.broker.log_store import LogStore, PartitionLog
+from kafkalab.controller.local import (
+    PARTITIONS_MAX,
+    TOPIC_NAME_CHARS_MAX,
+    LocalController,
+    TopicError,
+    validate_topic_name,
+)
+from kafkalab.replication.replica_manager import HostedPartition, ReplicaManager
 
 KRAFT_METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log in a Kafka data dir, not a topic
-TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
-PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
-_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-
-
-class TopicError(KafkaError):
-    """A topic operation refused with a specific Kafka error code."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,97 +41,51 @@ class TopicInfo:
     partition_count: int
 
 
-def validate_topic_name(name: str) -> None:
-    if not name or name in (".", ".."):
-        raise TopicError(f"topic name {name!r} is illegal", error_code=ErrorCode.INVALID_TOPIC_EXCEPTION)
-    if len(name) > TOPIC_NAME_CHARS_MAX:
-        raise TopicError(
-            f"topic name is {len(name)} characters, more than {TOPIC_NAME_CHARS_MAX}",
-            error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
-        )
-    if not _LEGAL_NAME.match(name):
-        raise TopicError(
-            f"topic name {name!r} contains characters outside [a-zA-Z0-9._-]",
-            error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
-        )
-
-
 class TopicRegistry:
-    """Topic metadata over a log store. Not thread-safe; owned by the broker."""
+    """The broker's view of topics. Not thread-safe; owned by the broker."""
 
-    def __init__(self, log_store: LogStore, rng: random.Random) -> None:
-        self.log_store = log_store
-        self._rng = rng
-        self._topics: dict[str, TopicInfo] = {}
-        self._load()
+    def __init__(self, controller: LocalController, replica_manager: ReplicaManager) -> None:
+        self.controller = controller
+        self.replica_manager = replica_manager
 
-    def _load(self) -> None:
+    def restore(self, log_store: LogStore) -> None:
+        """Adopt the partition directories of a data directory into the controller's image."""
         counts: dict[str, int] = {}
-        for topic, partition in self.log_store.partitions():
-            if topic == KRAFT_METADATA_TOPIC:
-                continue
-            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        for topic, partition in log_store.partitions():
+            if topic != KRAFT_METADATA_TOPIC:
+                counts[topic] = max(counts.get(topic, 0), partition + 1)
         for topic, count in sorted(counts.items()):
-            topic_id = self.log_store.topic_id(topic, 0) or self._new_id()
-            self._topics[topic] = TopicInfo(topic, topic_id, count)
-
-    def _new_id(self) -> uuid.UUID:
-        return uuid.UUID(int=self._rng.getrandbits(128), version=4)
+            topic_id = log_store.topic_id(topic, 0) or self.controller.new_topic_id()
+            self.controller.restore_topic(topic, topic_id, count)
 
     def names(self) -> list[str]:
-        return sorted(self._topics)
+        return sorted(self.controller.image.topics)
 
     def get(self, name: str) -> TopicInfo | None:
-        return self._topics.get(name)
+        topic = self.controller.image.topics.get(name)
+        return None if topic is None else TopicInfo(name, topic.topic_id, len(topic.partitions))
+
+    def partition(self, topic: str, partition: int) -> HostedPartition | None:
+        """This broker's replica of ``topic-partition`` with its replication state, if hosted."""
+        return self.replica_manager.partition(topic, partition)
 
     def log(self, topic: str, partition: int) -> PartitionLog | None:
-        info = self._topics.get(topic)
-        if info is None or not 0 <= partition < info.partition_count:
-            return None
-        return self.log_store.get_log(topic, partition)
+        hosted = self.replica_manager.partition(topic, partition)
+        return None if hosted is None else hosted.log
 
-    def create(self, name: str, partition_count: int, properties: Mapping[str, str]) -> TopicInfo:
-        validate_topic_name(name)
-        if name in self._topics:
-            raise TopicError(f"Topic '{name}' already exists.", error_code=ErrorCode.TOPIC_ALREADY_EXISTS)
-        _check_partition_count(partition_count)
-        info = TopicInfo(name, self._new_id(), partition_count)
-        for partition in range(partition_count):
-            self.log_store.create_log(name, partition, info.topic_id, properties)
-        self._topics[name] = info
-        return info
+    def create(self, name: str, partition_count: int, replication_factor: int = 1) -> TopicInfo:
+        topic = self.controller.create_topic(name, partition_count, replication_factor)
+        return TopicInfo(name, topic.topic_id, len(topic.partitions))
 
-    def add_partitions(self, name: str, partition_count: int, properties: Mapping[str, str]) -> TopicInfo:
-        info = self._topics.get(name)
-        if info is None:
-            raise TopicError(f"topic {name!r} does not exist", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if partition_count <= info.partition_count:
-            raise TopicError(
-                f"Topic currently has {info.partition_count} partitions, which is higher than or "
-                f"equal to the requested {partition_count}.",
-                error_code=ErrorCode.INVALID_PARTITIONS,
-            )
-        _check_partition_count(partition_count)
-        for partition in range(info.partition_count, partition_count):
-            self.log_store.create_log(name, partition, info.topic_id, properties)
-        grown = TopicInfo(name, info.topic_id, partition_count)
-        self._topics[name] = grown
-        return grown
+    def add_partitions(self, name: str, partition_count: int) -> TopicInfo:
+        topic = self.controller.create_partitions(name, partition_count)
+        return TopicInfo(name, topic.topic_id, len(topic.partitions))
 
     def delete(self, name: str) -> None:
-        info = self._topics.pop(name, None)
-        if info is None:
-            raise TopicError(
-                f"This server does not host this topic: {name}",
-                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            )
-        for partition in range(info.partition_count):
-            self.log_store.delete_log(name, partition)
+        self.controller.delete_topic(name)
 
 
-def _check_partition_count(partition_count: int) -> None:
-    if not 1 <= partition_count <= PARTITIONS_MAX:
-        raise TopicError(
-            f"Number of partitions must be in [1, {PARTITIONS_MAX}], got {partition_count}",
-            error_code=ErrorCode.INVALID_PARTITIONS,
-        )
+__all__ = [
+    "KRAFT_METADATA_TOPIC", "PARTITIONS_MAX", "TOPIC_NAME_CHARS_MAX", "TopicError", "TopicInfo",
+    "TopicRegistry", "validate_topic_name",
+]

@@ -190,7 +190,7 @@ def encode_fetch_response(correlation_id: int, version: int, body: Any) -> list[
         _put_string(out, topic.topic, flexible)
         _put_count(out, len(topic.partitions), flexible)
         for data in topic.partitions:
-            if data.aborted_transactions:  # kafkalab has no transactions yet: left to the schema
+            if data.aborted_transactions or data.diverging_epoch is not None:  # rare: left to the schema
                 return None
             fields = (data.partition_index, data.error_code, data.high_watermark, data.last_stable_offset)
             out += partition_run.pack(*fields, data.log_start_offset) if version >= 5 else \

@@ -45,6 +45,12 @@ from kafkalab.metadata.image import NO_LEADER, PartitionRegistration
 from kafkalab.replication import events as ev
 from kafkalab.replication.replica import ReplicaState
 from kafkalab.replication.truncation import EpochCache, EpochEndOffset, diverging_epoch
+from kafkalab.storage.log_append import LogAppendInfo
+
+
+class MinIsrConfig(Protocol):
+    @property
+    def min_insync_replicas(self) -> int: ...
 
 
 class ReplicaLog(Protocol):
@@ -54,11 +60,17 @@ class ReplicaLog(Protocol):
     log_start_offset: int
 
     @property
+    def config(self) -> MinIsrConfig: ...
+
+    @property
     def log_end_offset(self) -> int: ...
     @property
     def leader_epoch_cache(self) -> EpochCache: ...
     def maybe_increment_high_watermark(self, offset: int) -> bool: ...
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None: ...
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False,
+    ) -> LogAppendInfo: ...
 
 
 class IsrEligibility(Protocol):
@@ -88,8 +100,10 @@ class NotEnoughReplicasError(KafkaError):
 
 @dataclass(frozen=True, slots=True)
 class ReplicationSettings:
+    """The broker's replication configs. ``min.insync.replicas`` is a topic config, so each
+    partition reads it from its log's config, which follows dynamic alters."""
+
     replica_lag_time_max_ms: int = 30_000  # KIP-537; 10 s before Kafka 2.5
-    min_insync_replicas: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +158,9 @@ class Partition:
         self.leader_epoch_start_offset: int | None = None
         self.followers: dict[int, ReplicaState] = {}
         self._listeners: list[Callable[[ev.ReplicationEvent], None]] = []
+        # Kafka's DelayedOperations.checkAndCompleteAll: parked produces and fetches on this
+        # partition are re-checked whenever the HW moves. Set by the replica manager.
+        self.on_high_watermark_moved: Callable[[str, int], None] | None = None
 
     # --- observation ---------------------------------------------------------------------------
 
@@ -169,7 +186,7 @@ class Partition:
 
     @property
     def is_under_min_isr(self) -> bool:
-        return self.is_leader and len(self.isr) < self.settings.min_insync_replicas
+        return self.is_leader and len(self.isr) < self.log.config.min_insync_replicas
 
     # --- becoming leader or follower -----------------------------------------------------------
 
@@ -379,6 +396,8 @@ class Partition:
             return False
         if self._watched:
             self._emit(ev.HighWatermarkMoved(self.topic, self.partition, old, self.log.high_watermark))
+        if self.on_high_watermark_moved is not None:
+            self.on_high_watermark_moved(self.topic, self.partition)
         return True
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:
@@ -387,9 +406,19 @@ class Partition:
             return False, ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark < required_offset:
             return False, ErrorCode.NONE
-        if len(self.isr_state.maximal_isr) < self.settings.min_insync_replicas:
+        if len(self.isr_state.maximal_isr) < self.log.config.min_insync_replicas:
             return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return True, ErrorCode.NONE
+
+    def append_records_to_leader(
+        self, records: bytes | bytearray | memoryview, required_acks: int, now_ms: int, *, in_place: bool = False,
+    ) -> LogAppendInfo:
+        """Kafka's ``appendRecordsToLeader``: refuse if we must not take it, append stamped with
+        our leader epoch, then move the HW (with no followers to wait for, straight to the LEO)."""
+        self.check_leader_for_append(required_acks)
+        info = self.log.append_as_leader(records, self.leader_epoch, in_place=in_place)
+        self.maybe_increment_high_watermark(now_ms)
+        return info
 
     def check_leader_for_append(self, required_acks: int) -> None:
         """Refuse an append this broker must not take: not the leader, or acks=all with the
@@ -398,10 +427,10 @@ class Partition:
             raise NotLeaderOrFollowerError(
                 f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}")
         isr_size = len(self.isr)
-        if required_acks == -1 and isr_size < self.settings.min_insync_replicas:
+        if required_acks == -1 and isr_size < self.log.config.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"The size of the current ISR {sorted(self.isr)} is insufficient to satisfy the "
-                f"min.isr requirement of {self.settings.min_insync_replicas} for partition "
+                f"min.isr requirement of {self.log.config.min_insync_replicas} for partition "
                 f"{self.topic}-{self.partition}")
 
 

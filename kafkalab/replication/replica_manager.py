@@ -46,7 +46,6 @@ TopicPartition = tuple[str, int]
 class LogProvider(Protocol):
     """Opens, creates and deletes this broker's partition logs (the broker's log store)."""
 
-    def get_log(self, topic: str, partition: int) -> Log | None: ...
     def open_or_create_log(self, topic: str, partition: int, image: MetadataImage) -> Log: ...
     def delete_log(self, topic: str, partition: int) -> None: ...
 
@@ -76,7 +75,7 @@ class ReplicaManager:
 
     def __init__(
         self, broker_id: int, logs: LogProvider, settings: ReplicationSettings,
-        broker_epoch: int = -1,
+        broker_epoch: int = -1, on_high_watermark_moved: Callable[[str, int], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
@@ -86,6 +85,7 @@ class ReplicaManager:
         self.hosted: dict[TopicPartition, HostedPartition] = {}
         self.fetchers: dict[int, FollowerFetcher] = {}
         self._outgoing = _Outgoing()
+        self.on_high_watermark_moved = on_high_watermark_moved
         self._listeners: list[Callable[[ev.ReplicationEvent], None]] = []
 
     # --- observation ---------------------------------------------------------------------------
@@ -138,6 +138,7 @@ class ReplicaManager:
             log = self.logs.open_or_create_log(topic, index, image)
             log.auto_advance_high_watermark = False  # the Partition moves the HW from now on
             partition = Partition(topic, index, self.broker_id, log, self.settings, image, self.broker_epoch)
+            partition.on_high_watermark_moved = self.on_high_watermark_moved
             for listener in self._listeners:
                 partition.subscribe(listener)
             hosted = self.hosted[(topic, index)] = HostedPartition(partition, log)
@@ -202,7 +203,7 @@ class ReplicaManager:
             result, proposal = serve_follower_fetch(
                 hosted.partition, hosted.log, fetch, replica_id, broker_epoch, now_ms)
             if proposal is not None:
-                self._outgoing.proposals.append(proposal)
+                self.propose(proposal)
             results.append(result)
         return results
 
@@ -212,6 +213,10 @@ class ReplicaManager:
             proposal = hosted.partition.maybe_shrink_isr(now_ms)
             if proposal is not None:
                 self._outgoing.proposals.append(proposal)
+
+    def propose(self, proposal: AlterPartitionProposal) -> None:
+        """Queue an ISR change a partition proposed, for the controller."""
+        self._outgoing.proposals.append(proposal)
 
     def take_alter_partition_proposals(self) -> list[AlterPartitionProposal]:
         """ISR changes to send to the controller since the last call, in order."""

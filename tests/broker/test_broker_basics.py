@@ -188,9 +188,16 @@ def test_acks_zero_sends_nothing_and_closes_on_error(harness):
     assert len(decode_records(records_of(data))) == 1
 
 
-def test_produce_auto_creates_topic(harness):
+def test_produce_never_creates_a_topic(harness):
+    # Kafka auto-creates on Metadata only; a bit-flipped topic name in a Produce must not
+    # leave a new topic on disk.
+    answer = harness.produce("fresh", 0, batch([b"a"]))
+    assert answer.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert harness.broker.topics.get("fresh") is None
+    assert not (harness.data_dir / "fresh-0").exists()
+    metadata = harness.call(3, 9, {"topics": [{"name": "fresh"}], "allow_auto_topic_creation": True})
+    assert metadata.topics[0].error_code == 0
     assert harness.produce("fresh", 0, batch([b"a"])).error_code == 0
-    assert harness.broker.topics.get("fresh").partition_count == 1
 
 
 def test_fetch_response_carries_file_slices_for_sendfile(harness):

@@ -82,12 +82,15 @@ def test_responses_encode_exactly_as_the_schema_does(version, tmp_path: Path):
                 records = rng.choice([data.records, None, RecordsParts((piece,)),
                                       RecordsParts((b"ab", piece, b"cd", piece))])
                 aborted = rng.choice([(), None, data.aborted_transactions])
-                partitions.append(dataclasses.replace(data, records=records, aborted_transactions=aborted))
+                diverging = rng.choice([None, None, None, data.diverging_epoch])
+                partitions.append(dataclasses.replace(data, records=records, aborted_transactions=aborted,
+                                                      diverging_epoch=diverging))
             topics.append(dataclasses.replace(topic, partitions=tuple(partitions)))
         body = dataclasses.replace(body, responses=tuple(topics))
         parts = encode_fetch_response(77, version, body)
-        if parts is None:  # aborted transactions: the schema's road
-            assert any(p.aborted_transactions for t in body.responses for p in t.partitions)
+        if parts is None:  # aborted transactions or a diverging epoch: the schema's road
+            assert any(p.aborted_transactions or p.diverging_epoch is not None
+                       for t in body.responses for p in t.partitions)
             continue
         handled += 1
         assert coalesce(parts) == coalesce(_generic_parts(77, version, body)), f"seed {seed}"

@@ -6,6 +6,7 @@ KIP-497 maximal ISR, KIP-537 lag time); batches are built by kafka-python, the l
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,8 @@ def log(tmp_path: Path, clock: ManualClock) -> Iterator[Log]:
 
 def _leader(log: Log, clock: ManualClock, *, isr: tuple[int, ...] = (1, 2, 3), min_isr: int = 1,
             image: MetadataImage | None = None, epoch: int = 1) -> Partition:
-    partition = Partition("orders", 0, 1, log, ReplicationSettings(LAG_MS, min_isr), image or _image())
+    log.config = dataclasses.replace(log.config, min_insync_replicas=min_isr)
+    partition = Partition("orders", 0, 1, log, ReplicationSettings(LAG_MS), image or _image())
     partition.make_leader(PartitionRegistration((1, 2, 3), isr, 1, epoch, 10), clock.milliseconds())
     return partition
 
@@ -210,7 +212,7 @@ def test_stale_registration_is_ignored(log: Log, clock: ManualClock) -> None:
 
 
 def test_events_tell_the_isr_story(log: Log, clock: ManualClock) -> None:
-    partition = Partition("orders", 0, 1, log, ReplicationSettings(LAG_MS, 1), _image())
+    partition = Partition("orders", 0, 1, log, ReplicationSettings(LAG_MS), _image())
     seen: list[ev.ReplicationEvent] = []
     partition.subscribe(seen.append)
     partition.make_leader(PartitionRegistration((1, 2), (1, 2), 1, 1, 1), clock.milliseconds())

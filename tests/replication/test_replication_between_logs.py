@@ -39,7 +39,7 @@ def logs(tmp_path: Path, clock: ManualClock) -> Iterator[dict[int, Log]]:
 
 
 def _leader(node: int, log: Log, clock: ManualClock, epoch: int, isr: tuple[int, ...] = (1, 2, 3)) -> Partition:
-    partition = Partition("orders", 0, node, log, ReplicationSettings(30_000, 1), IMAGE)
+    partition = Partition("orders", 0, node, log, ReplicationSettings(30_000), IMAGE)
     partition.make_leader(PartitionRegistration((1, 2, 3), isr, node, epoch, epoch), clock.milliseconds())
     return partition
 

@@ -23,6 +23,11 @@ def server(tmp_path):
     process.kill()
 
 
+def _create_topic(sock: socket.socket, topic: str) -> None:
+    body = {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 1000}
+    assert call(sock, 19, 7, body, 3).topics[0].error_code == 0  # a produce never creates one
+
+
 def _produce(sock: socket.socket, topic: str, values: list[bytes], correlation_id: int = 7) -> int:
     body = {"acks": -1, "timeout_ms": 1000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": batch(values)}]}]}
@@ -50,6 +55,7 @@ def test_started_line_and_loopback_only(server, tmp_path):
 
 def test_malformed_frames_close_only_that_connection(server):
     with server.connect() as good:
+        _create_topic(good, "t")
         _produce(good, "t", [b"kept"])
         with server.connect() as bad:
             bad.sendall(size_prefix(6) + b"\x00\x03\x00\x04\x00\x00")  # truncated header
@@ -83,6 +89,7 @@ def test_pipelined_requests_are_answered_in_order(server):
 
 def test_delayed_fetch_waits_then_completes_on_produce(server):
     with server.connect() as consumer, server.connect() as producer:
+        _create_topic(producer, "d")
         _produce(producer, "d", [b"first"])
         started = time.monotonic()
         assert _fetch_all(consumer, "d", offset=1, max_wait_ms=300) == []
@@ -106,6 +113,7 @@ def test_restart_serves_everything_acknowledged(tmp_path, signum):
     first = ServerProcess(tmp_path / "data").start()
     try:
         with first.connect() as sock:
+            _create_topic(sock, "r")
             for i in range(20):
                 _produce(sock, "r", [b"v%d" % i, b"w%d" % i], correlation_id=100 + i)
         code = first.stop(signum)

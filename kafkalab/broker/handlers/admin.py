@@ -50,7 +50,7 @@ def _create_one(broker: Broker, topic: Any, validate_only: bool) -> Any:
         if configs:
             broker.config_store.alter("topics", topic.name, add=configs)
         try:
-            info = broker.topics.create(topic.name, partitions, broker.config_store.topic_properties(topic.name))
+            info = broker.topics.create(topic.name, partitions)
         except KafkaError:
             if configs:
                 broker.config_store.alter("topics", topic.name, add={}, delete=list(configs))
@@ -150,7 +150,7 @@ def _grow(broker: Broker, topic: Any, validate_only: bool) -> None:
                 raise TopicError(f"assignment {list(assignment.broker_ids)} names unknown brokers",
                                  error_code=ErrorCode.INVALID_REPLICA_ASSIGNMENT)
     if not validate_only:
-        broker.topics.add_partitions(topic.name, topic.count, broker.config_store.topic_properties(topic.name))
+        broker.topics.add_partitions(topic.name, topic.count)
 
 
 def handle_delete_records(broker: Broker, request: Request) -> Any:

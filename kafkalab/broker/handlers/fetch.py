@@ -1,5 +1,12 @@
 """Fetch: read whole batches up to the high watermark, waiting for ``min_bytes`` if asked.
 
+Consumers (``replica_id`` -1) read from the leader, below the high watermark: a fetch naming an
+older ``current_leader_epoch`` (v9+, KIP-320) is answered FENCED_LEADER_EPOCH, a newer one
+UNKNOWN_LEADER_EPOCH, and a broker that is not the leader NOT_LEADER_OR_FOLLOWER. Followers
+(``replica_id`` >= 0) read up to the log end offset; their fetch offset is their LEO, which the
+leader records (:mod:`kafkalab.replication.partition`), and a last fetched epoch that does not
+match the leader's log is answered with ``diverging_epoch`` instead of records (KIP-595).
+
 Size limits follow KIP-74: ``max_bytes`` bounds the response and ``partition_max_bytes`` each
 partition, but the first batch found is returned whole even when it is larger than either
 limit, so a consumer can always make progress. Reads stop at the high watermark (which is also
@@ -15,9 +22,12 @@ is parked as a ``DelayedFetch`` in the broker's fetch purgatory (see
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
+from kafkalab.replication.partition import NotLeaderOrFollowerError, Partition
+from kafkalab.replication.truncation import EpochEndOffset
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
@@ -35,6 +45,8 @@ FETCH_API_KEY = 1
 def handle_fetch(broker: Broker, request: Request) -> Any:
     body = request.body
     response, size_bytes, had_error = read_partitions(broker, body)
+    if body.replica_id >= 0:
+        _record_follower_fetch(broker, body, response, request.now_ms)
     enough = size_bytes >= body.min_bytes or had_error
     if enough or body.max_wait_ms <= 0 or len(broker.parked_fetches) >= DELAYED_FETCHES_MAX:
         return response
@@ -66,7 +78,7 @@ def read_partitions(broker: Broker, body: Any) -> tuple[Any, int, bool]:
         partitions = []
         for wanted in topic.partitions:
             limit = min(wanted.partition_max_bytes, remaining_bytes)
-            data, size_bytes = _read_one(broker, topic.topic, wanted, limit, min_one_message)
+            data, size_bytes = _read_one(broker, topic.topic, wanted, limit, min_one_message, body.replica_id)
             had_error = had_error or data.error_code != 0
             if size_bytes:
                 min_one_message = False
@@ -77,25 +89,77 @@ def read_partitions(broker: Broker, body: Any) -> tuple[Any, int, bool]:
     return _R(error_code=0, session_id=0, responses=tuple(topics)), size_total, had_error
 
 
-def _read_one(broker: Broker, topic: str, wanted: Any, limit: int, min_one_message: bool) -> tuple[Any, int]:
-    log = broker.topics.log(topic, wanted.partition)
-    if log is None:
+def _read_one(
+    broker: Broker, topic: str, wanted: Any, limit: int, min_one_message: bool, replica_id: int,
+) -> tuple[Any, int]:
+    hosted = broker.topics.partition(topic, wanted.partition)
+    if hosted is None:
         return _P(partition_index=wanted.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                   high_watermark=-1, records=None), 0
+    log = hosted.log
     high_watermark = log.high_watermark
     log_start_offset = log.log_start_offset
+    try:
+        max_offset = _check_reader(hosted.partition, wanted, replica_id)
+    except _Diverging as diverging:
+        epoch = _P.EpochEndOffset(epoch=diverging.answer.epoch, end_offset=diverging.answer.end_offset)
+        return dataclasses.replace(_partition(wanted, 0, high_watermark, log_start_offset, b""),
+                                   diverging_epoch=epoch), 0
+    except KafkaError as error:
+        return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
     fetch_offset = wanted.fetch_offset
-    if fetch_offset > high_watermark or fetch_offset < log_start_offset:
+    if fetch_offset > log.log_end_offset or fetch_offset < log_start_offset:
         return _partition(wanted, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start_offset, None), 0
-    if limit <= 0 and not min_one_message:
+    # Between the HW and the LEO a consumer gets nothing yet, not an error (Kafka's LocalLog.read).
+    upper = log.log_end_offset if max_offset is None else max_offset
+    if (limit <= 0 and not min_one_message) or fetch_offset >= upper:
         return _partition(wanted, 0, high_watermark, log_start_offset, b""), 0
     try:
-        info = log.read(fetch_offset, max(limit, 1), max_offset=high_watermark, min_one_message=min_one_message)
+        info = log.read(fetch_offset, max(limit, 1), max_offset=max_offset, min_one_message=min_one_message)
     except KafkaError as error:
         return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
     slices = tuple(FileSlice(s.path, s.position, s.size_bytes) for s in info.slices)
     size_bytes = sum(s.size_bytes for s in slices)
     return _partition(wanted, 0, high_watermark, log_start_offset, RecordsParts(slices)), size_bytes
+
+
+class _Diverging(Exception):
+    def __init__(self, answer: EpochEndOffset) -> None:
+        self.answer = answer
+
+
+def _check_reader(partition: Partition, wanted: Any, replica_id: int) -> int | None:
+    """Who may read what: a consumer reads the leader below the HW; a follower reads to the
+    LEO once its last fetched epoch matches our log (else :class:`_Diverging`). Returns the
+    offset reads stop before (None: the LEO)."""
+    if replica_id < 0:
+        partition.check_current_leader_epoch(wanted.current_leader_epoch)
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"broker {partition.local_broker_id} is not the leader of {partition.topic}-{partition.partition}")
+        return partition.log.high_watermark
+    diverging = partition.check_follower_fetch(
+        replica_id, wanted.current_leader_epoch, wanted.fetch_offset, wanted.last_fetched_epoch)
+    if diverging is not None:
+        raise _Diverging(diverging)
+    return None
+
+
+def _record_follower_fetch(broker: Broker, body: Any, response: Any, now_ms: int) -> None:
+    """A follower's fetch offsets are its LEOs: record them, which may move the HW (completing
+    parked produces) and propose ISR changes for the controller. Done once per request, not on
+    the re-reads of a parked fetch, as Kafka does."""
+    answers = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
+    for topic in body.topics:
+        for wanted in topic.partitions:
+            answer = answers[(topic.topic, wanted.partition)]
+            hosted = broker.topics.partition(topic.topic, wanted.partition)
+            if hosted is None or answer.error_code != 0 or answer.diverging_epoch is not None:
+                continue
+            proposal = hosted.partition.update_follower_fetch_state(
+                body.replica_id, wanted.fetch_offset, wanted.log_start_offset, now_ms)
+            if proposal is not None:
+                broker.replica_manager.propose(proposal)
 
 
 def _partition(wanted: Any, error_code: int, high_watermark: int, log_start_offset: int, records: Any) -> Any:

@@ -48,34 +48,34 @@ def handle_metadata(broker: Broker, request: Request) -> Any:
         names = [t.name for t in body.topics if t.name is not None]
     may_create = body.allow_auto_topic_creation and broker.settings.auto_create_topics_enable
     topics = tuple(_describe_topic(broker, name, may_create) for name in names)
-    settings = broker.settings
+    image = broker.controller.image
     return _M(
-        brokers=(_M.MetadataResponseBroker(settings.node_id, settings.host, settings.port, settings.rack),),
-        cluster_id=settings.cluster_id,
-        controller_id=settings.node_id,
+        brokers=tuple(_M.MetadataResponseBroker(b.broker_id, b.host, b.port, b.rack)
+                      for b in sorted(image.brokers.values(), key=lambda b: b.broker_id) if not b.fenced),
+        cluster_id=broker.settings.cluster_id,
+        controller_id=broker.settings.node_id,
         topics=topics,
     )
 
 
 def _describe_topic(broker: Broker, name: str, may_create: bool) -> Any:
-    info = broker.topics.get(name)
-    if info is None and may_create:
+    if broker.topics.get(name) is None and may_create:
         try:
-            info = auto_create_topic(broker, name)
+            auto_create_topic(broker, name)
         except TopicError as error:
             return _M.MetadataResponseTopic(error_code=error.error_code, name=name)
-    if info is None:
+    topic = broker.controller.image.topics.get(name)
+    if topic is None:
         return _M.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
-    node = broker.settings.node_id
     partitions = tuple(
         _M.MetadataResponseTopic.MetadataResponsePartition(
-            error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
-            replica_nodes=(node,), isr_nodes=(node,),
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else 0, partition_index=index,
+            leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=p.replicas, isr_nodes=p.isr,
         )
-        for p in range(info.partition_count)
+        for index, p in sorted(topic.partitions.items())
     )
     return _M.MetadataResponseTopic(
-        error_code=0, name=name, topic_id=info.topic_id, is_internal=name.startswith("__"),
+        error_code=0, name=name, topic_id=topic.topic_id, is_internal=name.startswith("__"),
         partitions=partitions,
     )
 
@@ -83,4 +83,4 @@ def _describe_topic(broker: Broker, name: str, may_create: bool) -> Any:
 def auto_create_topic(broker: Broker, name: str) -> TopicInfo:
     """Create ``name`` with the broker's default partition count (auto.create.topics.enable)."""
     validate_topic_name(name)
-    return broker.topics.create(name, broker.settings.num_partitions, broker.config_store.topic_properties(name))
+    return broker.topics.create(name, broker.settings.num_partitions, broker.settings.default_replication_factor)

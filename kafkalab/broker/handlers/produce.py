@@ -2,7 +2,9 @@
 
 Checks before the log sees the bytes, each with Kafka's error code:
 ``acks`` in {-1, 0, 1} (INVALID_REQUIRED_ACKS, for the whole request); the partition exists
-(UNKNOWN_TOPIC_OR_PARTITION, unless auto-creation applies); the rules Kafka applies only to
+(UNKNOWN_TOPIC_OR_PARTITION: a produce never creates a topic, as in Kafka, where only Metadata
+may, with ``auto.create.topics.enable``); this broker leads it (NOT_LEADER_OR_FOLLOWER); for
+acks=all, the ISR is at least ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); the rules Kafka applies only to
 what a *client* sends (``AppendOrigin.CLIENT``), each INVALID_RECORD: exactly one v2 batch per
 partition, no control batch (markers are the transaction coordinator's), and no producer id
 without a base sequence; zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). The log
@@ -10,29 +12,33 @@ itself checks CRCs (CORRUPT_MESSAGE), sizes (MESSAGE_TOO_LARGE), record counts a
 compacted topics, keys. After each append the parked fetches watching that partition are
 re-checked.
 
+The partition stamps its leader epoch into the batch and moves the high watermark. ``acks=1``
+is answered at once; ``acks=-1`` once the HW passes the batch, which on a lone broker is at once
+and otherwise waits in the produce purgatory (:mod:`kafkalab.broker.delayed_produce`).
+
 With ``acks=0`` there is no response; if any partition failed, the connection is closed so the
 producer learns something went wrong (Kafka's ``closeConnection`` for acks=0 errors).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.broker.delayed_produce import DELAYED_PRODUCES_MAX, Check, DelayedProduce, PendingPartition
 from kafkalab.broker.handlers.fetch import on_partition_appended
-from kafkalab.broker.handlers.metadata import auto_create_topic
-from kafkalab.broker.request import NO_RESPONSE, Request
-from kafkalab.broker.topics import TopicError
+from kafkalab.broker.request import NO_RESPONSE, PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.produce import PRODUCE_RESPONSE
 from kafkalab.records.header import Compression, iter_headers
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
-    from kafkalab.broker.log_store import PartitionLog
 
 _R = PRODUCE_RESPONSE.cls
 _P = _R.TopicProduceResponse.PartitionProduceResponse
-LEADER_EPOCH = 0  # a single broker leads every partition in epoch 0
 ZSTD_MIN_PRODUCE_VERSION = 7  # KIP-110
 
 
@@ -49,48 +55,78 @@ def handle_produce(broker: Broker, request: Request) -> Any:
             _R.TopicProduceResponse(t.name, tuple(_P(index=p.index, error_code=code) for p in t.partition_data))
             for t in body.topic_data
         ))
-    topics = []
-    failed = False
+    results: dict[tuple[str, int], Any] = {}
+    waiting: dict[tuple[str, int], PendingPartition] = {}
     for topic in body.topic_data:
-        results = []
         for partition in topic.partition_data:
-            result = _append(broker, topic.name, partition.index, partition.records, version)
-            failed = failed or result.error_code != 0
-            results.append(result)
-        topics.append(_R.TopicProduceResponse(topic.name, tuple(results)))
+            key = (topic.name, partition.index)
+            results[key], check = _append(broker, key, partition.records, version, body.acks, request.now_ms)
+            if check is not None:
+                waiting[key] = PendingPartition(check)
     if body.acks == 0:
-        if failed:
+        if any(r.error_code != 0 for r in results.values()):
             raise CloseConnection("a Produce with acks=0 failed on at least one partition")
         return NO_RESPONSE
-    return _R(responses=tuple(topics))
+    if not waiting:
+        return _response(body, results)
+    return _park(broker, request, results, waiting)
 
 
-def _append(broker: Broker, topic: str, partition: int, records: bytes | memoryview | None, version: int) -> Any:
+def _append(
+    broker: Broker, key: tuple[str, int], records: bytes | memoryview | None, version: int, acks: int, now_ms: int,
+) -> tuple[Any, Check | None]:
+    """Append one partition's batch as leader: (its answer, how to check acks=all if it must wait)."""
+    topic, index = key
+    hosted = broker.topics.partition(topic, index)
     try:
-        log = _log_for_produce(broker, topic, partition)
+        if hosted is None:  # produce never creates a topic; Metadata may (auto.create.topics.enable)
+            raise KafkaError(f"This server does not host this topic-partition: {topic}-{index}",
+                             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         _check_batches(records, version)
         assert records is not None
-        info = log.append_as_leader(records, LEADER_EPOCH, in_place=True)  # the frame is ours
+        info = hosted.partition.append_records_to_leader(records, acks, now_ms, in_place=True)  # the frame is ours
     except KafkaError as error:
-        return _P(index=partition, error_code=error.error_code, error_message=str(error))
-    on_partition_appended(broker, topic, partition)
-    return _P(
-        index=partition, error_code=0, base_offset=info.first_offset,
-        log_append_time_ms=info.log_append_time_ms, log_start_offset=info.log_start_offset,
-    )
+        return _P(index=index, error_code=error.error_code, error_message=str(error)), None
+    on_partition_appended(broker, topic, index)
+    answer = _P(index=index, error_code=0, base_offset=info.first_offset,
+                log_append_time_ms=info.log_append_time_ms, log_start_offset=info.log_start_offset)
+    if acks != -1:
+        return answer, None
+    required_offset = info.last_offset + 1
+    check = functools.partial(hosted.partition.check_enough_replicas_reach_offset, required_offset)
+    done, outcome = check()
+    if done:
+        return (answer if outcome == ErrorCode.NONE else dataclasses.replace(answer, error_code=outcome)), None
+    return answer, check
 
 
-def _log_for_produce(broker: Broker, topic: str, partition: int) -> PartitionLog:
-    log = broker.topics.log(topic, partition)
-    if log is None and broker.topics.get(topic) is None and broker.settings.auto_create_topics_enable:
-        auto_create_topic(broker, topic)
-        log = broker.topics.log(topic, partition)
-    if log is None:
-        raise TopicError(
-            f"This server does not host this topic-partition: {topic}-{partition}",
-            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        )
-    return log
+def _park(broker: Broker, request: Request, results: dict[tuple[str, int], Any],
+          waiting: dict[tuple[str, int], PendingPartition]) -> Any:
+    """Wait in the produce purgatory until every waiting partition's HW passes its batch."""
+    body, header, connection_id = request.body, request.header, request.connection_id
+    if broker.produce_purgatory.watched() >= DELAYED_PRODUCES_MAX:
+        for key in waiting:
+            results[key] = dataclasses.replace(results[key], error_code=ErrorCode.REQUEST_TIMED_OUT)
+        return _response(body, results)
+
+    def respond(errors: dict[Any, ErrorCode]) -> None:
+        for key, error in errors.items():
+            if error != ErrorCode.NONE:
+                results[key] = dataclasses.replace(results[key], error_code=error)
+        broker.respond(connection_id, ApiKey.PRODUCE, header.api_version, header.correlation_id,
+                       _response(body, results))
+
+    operation = DelayedProduce(body.timeout_ms, waiting, respond,
+                               name=f"produce-{connection_id}-{header.correlation_id}")
+    broker.produce_purgatory.try_complete_else_watch(operation, sorted(waiting))
+    return PENDING
+
+
+def _response(body: Any, results: dict[tuple[str, int], Any]) -> Any:
+    return _R(responses=tuple(
+        _R.TopicProduceResponse(t.name, tuple(results[(t.name, p.index)] for p in t.partition_data))
+        for t in body.topic_data
+    ))
 
 
 def _check_batches(records: bytes | memoryview | None, version: int) -> None:

@@ -57,6 +57,10 @@ FETCH_RESPONSE = message("FetchResponse", api_key=1, valid="4-12", flexible="12+
                 f("producer_id", "int64", "4+"),
                 f("first_offset", "int64", "4+"),
             ]),
+            f("diverging_epoch", "EpochEndOffset", "12+", tag=0, default=None, fields=[
+                f("epoch", "int32", "12+", default=-1),
+                f("end_offset", "int64", "12+", default=-1),
+            ]),
             f("preferred_read_replica", "int32", "11+", default=-1),
             f("records", "records", nullable="0+"),
         ]),
