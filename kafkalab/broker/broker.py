@@ -41,7 +41,7 @@ from typing import Any
 
 from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
-from kafkalab.broker.handlers import admin, configs, fetch, list_offsets, metadata, produce, producer_id
+from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.log_store import LogStore
 from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
@@ -228,6 +228,7 @@ HANDLERS: dict[int, Handler] = {
     20: admin.handle_delete_topics,
     21: admin.handle_delete_records,
     22: producer_id.handle_init_producer_id,
+    23: leader_epochs.handle_offset_for_leader_epoch,
     32: configs.handle_describe_configs,
     33: configs.handle_alter_configs,
     37: admin.handle_create_partitions,

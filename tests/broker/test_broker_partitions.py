@@ -88,3 +88,27 @@ def test_deleting_a_topic_stops_its_replicas_and_removes_the_logs(harness) -> No
     assert answer.responses[0].error_code == 0
     assert harness.broker.topics.partition("gone", 0) is None
     assert harness.broker.topics.get("gone") is None
+
+
+def test_offset_for_leader_epoch_answers_from_the_epoch_cache(harness) -> None:  # type: ignore[no-untyped-def]
+    harness.create_topic("t")
+    harness.produce("t", 0, batch([b"a", b"b", b"c"]))
+    log = harness.broker.topics.log("t", 0)
+    log.assign_epoch_start_offset(4, 3)  # as if leadership moved to epoch 4 at offset 3
+    harness.broker.topics.partition("t", 0).partition.leader_epoch = 4
+    harness.produce("t", 0, batch([b"d"]))
+
+    def ask(epoch: int, current: int = -1) -> tuple[int, int, int]:
+        body = {"replica_id": -1, "topics": [{"topic": "t", "partitions": [
+            {"partition": 0, "current_leader_epoch": current, "leader_epoch": epoch}]}]}
+        answer = harness.call(23, 4, body).topics[0].partitions[0]
+        return answer.error_code, answer.leader_epoch, answer.end_offset
+
+    assert ask(0) == (0, 0, 3)          # epoch 0 ended where epoch 4 began
+    assert ask(2) == (0, 0, 3)          # never seen: the largest epoch below it
+    assert ask(4) == (0, 4, 4)          # the current epoch ends at the LEO
+    assert ask(9) == (0, -1, -1)        # above every epoch: undefined
+    assert ask(0, current=3)[0] == ErrorCode.FENCED_LEADER_EPOCH
+    missing = harness.call(23, 2, {"topics": [{"topic": "nope", "partitions": [
+        {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}).topics[0].partitions[0]
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

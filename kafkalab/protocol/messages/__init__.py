@@ -27,6 +27,10 @@ from kafkalab.protocol.messages.init_producer_id import (
     INIT_PRODUCER_ID_RESPONSE,
 )
 from kafkalab.protocol.messages.list_offsets import LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE
+from kafkalab.protocol.messages.offset_for_leader_epoch import (
+    OFFSET_FOR_LEADER_EPOCH_REQUEST,
+    OFFSET_FOR_LEADER_EPOCH_RESPONSE,
+)
 from kafkalab.protocol.messages.metadata import METADATA_REQUEST, METADATA_RESPONSE
 from kafkalab.protocol.messages.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
 from kafkalab.protocol.messages.topics import (
@@ -50,6 +54,7 @@ SCHEMAS: dict[int, tuple[Message, Message]] = {
     20: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     21: (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
     22: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    23: (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
     32: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     33: (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
     37: (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
