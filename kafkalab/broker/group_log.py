@@ -69,8 +69,12 @@ class BrokerCoordinatorLog:
     def _ensure_topic(self) -> None:
         if self.broker.topics.get(OFFSETS_TOPIC) is not None:
             return
-        properties = {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)}
-        self.broker.topics.create(OFFSETS_TOPIC, self.partition_count, properties)
+        # Stored as the topic's own configs, as Kafka's internal topic creation does, so
+        # `kafkalab configs --describe` and the log cleaner both see cleanup.policy=compact.
+        config_store = self.broker.config_store
+        config_store.alter("topics", OFFSETS_TOPIC,
+                           add={"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
+        self.broker.topics.create(OFFSETS_TOPIC, self.partition_count, config_store.topic_properties(OFFSETS_TOPIC))
 
 
 def _slice_bytes(file_slice: SliceLike) -> bytes:
