@@ -183,7 +183,7 @@ class GroupCoordinator:
             self._cancel_heartbeat(group, member_id)
             self._add_member_and_rebalance(group, request, member_id, respond)
             return None
-        error = self._check_member(group, member_id, request.group_instance_id)
+        error = self.check_member(group, member_id, request.group_instance_id)
         if error:
             return JoinResult(error, member_id=member_id)
         member = group.members[member_id]
@@ -201,7 +201,7 @@ class GroupCoordinator:
         self._prepare_rebalance(group, f"member {member_id} rejoined with new metadata")
         return None
 
-    def _check_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
+    def check_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
         """Kafka's ``validateMember``: an unknown id, or a fenced static instance."""
         if instance_id is not None:
             known = group.member_for_instance(instance_id)
@@ -217,7 +217,7 @@ class GroupCoordinator:
                                   respond: Respond) -> None:
         member = Member(member_id, request.group_instance_id, request.client_id, request.client_host,
                         request.rebalance_timeout_ms, request.session_timeout_ms, request.protocol_type,
-                        request.protocols, join_callback=respond, join_version=request.api_version)
+                        request.protocols, join_callback=respond)
         group.add(member)
         group.new_member_added = True
         self._schedule_heartbeat(group, member_id, request.session_timeout_ms)
@@ -226,14 +226,14 @@ class GroupCoordinator:
         else:
             self._prepare_rebalance(group, f"member {member_id} joined")
 
-    def _update_member(self, member: Member, request: JoinRequest, respond: Respond) -> None:
-        if member.join_callback is not None and member.join_callback is not respond:
-            member.join_callback(JoinResult(E.NONE, member_id=member.member_id))  # superseded
+    @staticmethod
+    def _update_member(member: Member, request: JoinRequest, respond: Respond) -> None:
+        # Like Kafka's ``ClassicGroup.updateMember``, a newer JoinGroup replaces a parked one,
+        # which is left unanswered: it came on an earlier connection, whose client gave up.
         member.protocols = request.protocols
         member.rebalance_timeout_ms = request.rebalance_timeout_ms
         member.session_timeout_ms = request.session_timeout_ms
         member.join_callback = respond
-        member.join_version = request.api_version
 
     # --- the rebalance --------------------------------------------------------------------
 
@@ -243,6 +243,7 @@ class GroupCoordinator:
                 member.assignment = b""
                 self._answer_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
         was_empty = group.is_in(S.EMPTY)
+        group.rebalance_reason = reason
         group.transition(GroupEvent.REBALANCE_STARTED, self.now_ms)
         if was_empty:
             delay_ms = self.settings.initial_rebalance_delay_ms
@@ -305,7 +306,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
-        error = self._check_member(group, member_id, instance_id)
+        error = self.check_member(group, member_id, instance_id)
         if error:
             return SyncResult(error)
         if generation_id != group.generation_id:
@@ -349,7 +350,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
-        error = self._check_member(group, member_id, instance_id)
+        error = self.check_member(group, member_id, instance_id)
         if error:
             return error
         if generation_id != group.generation_id:
@@ -365,7 +366,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             return [E.UNKNOWN_MEMBER_ID for _ in members]
-        results = []
+        results: list[int] = []
         for member_id, instance_id in members:
             if instance_id is not None:
                 known = group.member_for_instance(instance_id)
@@ -379,7 +380,7 @@ class GroupCoordinator:
             if member_id in group.pending_members:
                 group.pending_members.discard(member_id)
                 self._cancel_heartbeat(group, member_id)
-                self._after_departure(group, member_id)
+                self._after_departure(group, member_id, "left before joining")
                 results.append(E.NONE)
             elif member_id in group.members:
                 self._remove_member_and_rebalance(group, member_id, "left the group")
@@ -390,11 +391,11 @@ class GroupCoordinator:
 
     def _remove_member_and_rebalance(self, group: ClassicGroup, member_id: str, reason: str) -> None:
         self._remove_member(group, member_id)
-        self._after_departure(group, member_id)
+        self._after_departure(group, member_id, reason)
 
-    def _after_departure(self, group: ClassicGroup, member_id: str) -> None:
+    def _after_departure(self, group: ClassicGroup, member_id: str, reason: str) -> None:
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"member {member_id} left")
+            self._prepare_rebalance(group, f"member {member_id} {reason}")
         elif group.is_in(S.PREPARING_REBALANCE):
             self.rebalance_purgatory.check_and_complete(group.group_id)
 
@@ -427,7 +428,7 @@ class GroupCoordinator:
         group.pending_heartbeats.pop(member_id, None)
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
-            self._after_departure(group, member_id)
+            self._after_departure(group, member_id, "never completed its join")
         elif member_id in group.members:
             self._remove_member_and_rebalance(group, member_id, "session timed out")
 

@@ -45,8 +45,6 @@ class Member:
     assignment: bytes = b""
     join_callback: JoinCallback | None = None
     sync_callback: SyncCallback | None = None
-    join_version: int = 0
-    heartbeat: Any = None  # the member's pending DelayedHeartbeat
 
     def metadata(self, protocol: str) -> bytes:
         for name, metadata in self.protocols:
@@ -76,8 +74,9 @@ class ClassicGroup:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_members: set[str] = field(default_factory=set)  # ids handed out, not yet joined
     pending_heartbeats: dict[str, Any] = field(default_factory=dict)
-    new_member_added: bool = False
-    join_operation: Any = None
+    new_member_added: bool = False  # during the initial delay: wait once more (InitialDelayedJoin)
+    join_operation: Any = None  # the DelayedJoin / InitialDelayedJoin of the rebalance in progress
+    rebalance_reason: str = ""  # why the latest rebalance started, as Kafka logs it
 
     def transition(self, event: GroupEvent, now_ms: int) -> None:
         self.state = next_state(self.group_id, self.state, event)

@@ -83,7 +83,9 @@ class OffsetStore:
         if error:
             return [error] * len(commits)
         limit = coordinator.settings.offset_metadata_max_bytes
-        results, records, accepted = [], [], []
+        results: list[int] = []
+        records: list[tuple[bytes, bytes | None]] = []
+        accepted = []
         expire_ms = now_ms + retention_ms if retention_ms >= 0 else -1
         for commit in commits:
             metadata = commit.metadata or ""
@@ -108,14 +110,15 @@ class OffsetStore:
         group = coordinator.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                return E.GROUP_ID_NOT_FOUND if api_version >= GROUP_ID_NOT_FOUND_COMMIT_VERSION else E.ILLEGAL_GENERATION
+                missing = api_version >= GROUP_ID_NOT_FOUND_COMMIT_VERSION
+                return E.GROUP_ID_NOT_FOUND if missing else E.ILLEGAL_GENERATION
             group = coordinator.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=now_ms)
         if group.is_in(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_in(S.EMPTY):
             return E.NONE
         if generation_id >= 0 or member_id or instance_id is not None:
-            error = coordinator._check_member(group, member_id, instance_id)
+            error = coordinator.check_member(group, member_id, instance_id)
             if error:
                 return error
             if generation_id != group.generation_id:
@@ -126,7 +129,8 @@ class OffsetStore:
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
-    def fetch(self, group_id: str, partitions: Sequence[TopicPartition] | None) -> list[tuple[TopicPartition, CommittedOffset | None]]:
+    def fetch(self, group_id: str,
+              partitions: Sequence[TopicPartition] | None) -> list[tuple[TopicPartition, CommittedOffset | None]]:
         """The committed offset of each partition (None: never committed); ``partitions=None``
         means every partition the group has committed."""
         committed = self.offsets.get(group_id, {})
@@ -138,10 +142,11 @@ class OffsetStore:
         """OffsetDelete: (group error, per-partition errors)."""
         group = self.coordinator.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
-            return E.GROUP_ID_NOT_FOUND, []
+            return int(E.GROUP_ID_NOT_FOUND), []
         subscribed = subscribed_topics(group) if not group.is_in(S.EMPTY) else set()
         committed = self.offsets.get(group_id, {})
-        results, gone = [], []
+        results: list[int] = []
+        gone = []
         for tp in partitions:
             if tp[0] in subscribed:
                 results.append(E.GROUP_SUBSCRIBED_TO_TOPIC)
@@ -150,7 +155,7 @@ class OffsetStore:
             if tp in committed:
                 gone.append(tp)
         self._tombstone(group_id, gone, now_ms)
-        return E.NONE, results
+        return int(E.NONE), results
 
     def _tombstone(self, group_id: str, partitions: Sequence[TopicPartition], now_ms: int) -> None:
         if not partitions:
@@ -176,7 +181,8 @@ class OffsetStore:
             group = self.coordinator.groups.get(group_id)
             if group is not None and not group.is_in(S.EMPTY):
                 continue  # Kafka keeps a live consumer group's offsets
-            expired = [tp for tp, value in self.offsets[group_id].items() if _expired(group, value, retention_ms, now_ms)]
+            expired = [tp for tp, value in self.offsets[group_id].items()
+                       if _expired(group, value, retention_ms, now_ms)]
             self._tombstone(group_id, expired, now_ms)
             expired_count += len(expired)
             if not self.offsets[group_id]:

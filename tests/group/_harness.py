@@ -69,8 +69,8 @@ class Cluster:
         return first.member_id, answers
 
     def sync(self, group: str, generation: int, member_id: str, assignments: dict[str, bytes] | None = None,
-             instance: str | None = None) -> tuple[Any, Answers]:
-        answers = Answers()
+             instance: str | None = None, answers: Answers | None = None) -> tuple[Any, Answers]:
+        answers = answers or Answers()
         result = self.coordinator.sync_group(group, generation, member_id, instance, "consumer", None,
                                              list((assignments or {}).items()), self.now_ms, answers)
         return result, answers

@@ -13,6 +13,7 @@ the JoinGroup response on the connection's outbox.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.request import PENDING, Request
@@ -173,7 +174,7 @@ def handle_delete_groups(broker: Broker, request: Request) -> Any:
     return _R(results=results)
 
 
-GROUP_HANDLERS = {
+GROUP_HANDLERS: dict[int, Callable[[Broker, Request], Any]] = {
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
     ApiKey.JOIN_GROUP: handle_join_group,
     ApiKey.SYNC_GROUP: handle_sync_group,

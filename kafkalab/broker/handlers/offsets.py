@@ -10,6 +10,7 @@ was committed (at 42) answers ``[(0, 42, ""), (1, -1, "")]`` with error 0.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.request import Request
@@ -93,7 +94,7 @@ def handle_offset_delete(broker: Broker, request: Request) -> Any:
         for t in body.topics))
 
 
-OFFSET_HANDLERS = {
+OFFSET_HANDLERS: dict[int, Callable[[Broker, Request], Any]] = {
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
     ApiKey.OFFSET_FETCH: handle_offset_fetch,
     ApiKey.OFFSET_DELETE: handle_offset_delete,
