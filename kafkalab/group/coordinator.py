@@ -151,7 +151,7 @@ class GroupCoordinator:
             return JoinResult(E.GROUP_MAX_SIZE_REACHED)
         if instance_id is None and request.api_version >= JOIN_GROUP_MEMBER_ID_REQUIRED_VERSION:
             group.pending_members.add(new_id)
-            self._schedule_heartbeat(group, new_id, request.session_timeout_ms, pending=True)
+            self._schedule_heartbeat(group, new_id, request.session_timeout_ms)
             return JoinResult(E.MEMBER_ID_REQUIRED, member_id=new_id)
         self._add_member_and_rebalance(group, request, new_id, respond)
         return None
@@ -411,8 +411,8 @@ class GroupCoordinator:
 
     # --- sessions -------------------------------------------------------------------------
 
-    def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int, *,
-                            pending: bool = False) -> None:
+    def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
+        """Start (or restart) the member's session: it ends ``timeout_ms`` from now."""
         self._cancel_heartbeat(group, member_id)
         operation = DelayedHeartbeat(f"{group.group_id}-{member_id}", timeout_ms,
                                      lambda: self._on_session_expired(group, member_id))

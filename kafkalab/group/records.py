@@ -22,7 +22,7 @@ OffsetCommit v2-v4's ``retention_time_ms``) and GroupMetadataValue v3: the highe
 non-flexible versions. kafkalab does the same.
 
 Worked example: group ``g`` committing ``orders-0`` at offset 42 at t=1000 with metadata ``""``
-writes key ``0001 0001 67 0006 6f7264657273 00000000`` (16 bytes) and value
+writes key ``0001 0001 67 0006 6f7264657273 00000000`` (17 bytes) and value
 ``0003 000000000000002a ffffffff 0000 00000000000003e8`` (24 bytes).
 """
 
