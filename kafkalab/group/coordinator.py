@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ErrorCode
-from kafkalab.group.delayed import DelayedHeartbeat, DelayedJoin, InitialDelayedJoin
+from kafkalab.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafkalab.group.group import ClassicGroup, Member
 from kafkalab.group.loader import replay
 from kafkalab.group.log import CoordinatorLog
@@ -242,6 +242,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 member.assignment = b""
                 self._answer_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
+        self._end_pending_sync(group)
         was_empty = group.is_in(S.EMPTY)
         group.rebalance_reason = reason
         group.transition(GroupEvent.REBALANCE_STARTED, self.now_ms)
@@ -283,6 +284,7 @@ class GroupCoordinator:
             return
         group.protocol_name = group.select_protocol()
         group.transition(GroupEvent.JOIN_COMPLETED, self.now_ms)
+        self._start_pending_sync(group)
         for member in list(group.members.values()):
             callback, member.join_callback = member.join_callback, None
             if callback is not None:
@@ -318,6 +320,9 @@ class GroupCoordinator:
             return SyncResult(E.REBALANCE_IN_PROGRESS)
         member = group.members[member_id]
         self._schedule_heartbeat(group, member_id, member.session_timeout_ms)
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            self._end_pending_sync(group)
         if group.is_in(S.STABLE):
             return self._sync_result(group, member)
         member.sync_callback = respond
@@ -341,6 +346,30 @@ class GroupCoordinator:
         callback, member.sync_callback = member.sync_callback, None
         if callback is not None:
             callback(result)
+
+    def _start_pending_sync(self, group: ClassicGroup) -> None:
+        group.pending_sync = set(group.members)
+        generation_id = group.generation_id
+        group.sync_operation = DelayedSync(group.group_id, group.rebalance_timeout_ms(),
+                                           lambda: self._on_sync_expired(group, generation_id))
+        self.rebalance_purgatory.try_complete_else_watch(group.sync_operation, [("sync", group.group_id)])
+
+    @staticmethod
+    def _end_pending_sync(group: ClassicGroup) -> None:
+        group.pending_sync.clear()
+        if group.sync_operation is not None:
+            group.sync_operation.force_complete()
+            group.sync_operation = None
+
+    def _on_sync_expired(self, group: ClassicGroup, generation_id: int) -> None:
+        """Kafka's ``expirePendingSync``: drop the members of this generation that never synced."""
+        group.sync_operation = None
+        missing = sorted(group.pending_sync)
+        if generation_id != group.generation_id or not missing or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE):
+            return
+        for member_id in missing:
+            self._remove_member(group, member_id)
+        self._prepare_rebalance(group, f"members {missing} did not sync in time")
 
     # --- Heartbeat and LeaveGroup ---------------------------------------------------------
 
@@ -404,6 +433,7 @@ class GroupCoordinator:
         if member is None:
             return
         self._cancel_heartbeat(group, member_id)
+        group.pending_sync.discard(member_id)
         if member.join_callback is not None:
             member.join_callback(JoinResult(E.UNKNOWN_MEMBER_ID, member_id=member_id))
             member.join_callback = None

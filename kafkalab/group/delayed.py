@@ -13,6 +13,10 @@ Three operations sit in purgatories on the broker's shared timer (Kafka's ``Dela
   ``group.initial.rebalance.delay.ms`` (3000) so that consumers starting together land in one
   generation instead of one each. Each time the delay passes with a new member added, it waits
   again, never longer in total than the rebalance timeout.
+* :class:`DelayedSync` -- after a join completes, every member must send SyncGroup within the
+  rebalance timeout; those that have not by then are removed and the group rebalances again
+  (Kafka's pending-sync expiration), so a member that vanished between JoinGroup and SyncGroup
+  cannot hold the group in CompletingRebalance for as long as its session lasts.
 * :class:`DelayedHeartbeat` -- a member's session. Every heartbeat (or JoinGroup/SyncGroup)
   replaces it with a fresh one ``session_timeout_ms`` long; if it ever runs out, the member is
   removed and the group rebalances.
@@ -61,6 +65,25 @@ class InitialDelayedJoin(DelayedOperation):
 
     def try_complete(self) -> bool:
         return False  # only time ends the initial delay
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self._expire()
+
+
+class DelayedSync(DelayedOperation):
+    """The deadline for every member of a new generation to send SyncGroup."""
+
+    __slots__ = ("_expire",)
+
+    def __init__(self, group_id: str, rebalance_timeout_ms: int, expire: Callable[[], None]) -> None:
+        super().__init__(rebalance_timeout_ms, f"sync-{group_id}")
+        self._expire = expire
+
+    def try_complete(self) -> bool:
+        return False  # the coordinator completes it when the last member syncs
 
     def on_complete(self) -> None:
         pass

@@ -74,6 +74,8 @@ class ClassicGroup:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_members: set[str] = field(default_factory=set)  # ids handed out, not yet joined
     pending_heartbeats: dict[str, Any] = field(default_factory=dict)
+    pending_sync: set[str] = field(default_factory=set)  # members of this generation yet to sync
+    sync_operation: Any = None  # the DelayedSync of the current generation
     new_member_added: bool = False  # during the initial delay: wait once more (InitialDelayedJoin)
     join_operation: Any = None  # the DelayedJoin / InitialDelayedJoin of the rebalance in progress
     rebalance_reason: str = ""  # why the latest rebalance started, as Kafka logs it

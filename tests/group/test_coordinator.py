@@ -187,3 +187,25 @@ def test_static_member_survives_a_rebalance_it_misses():
         assert c.coordinator.heartbeat("g", 1, static_id, "i1", c.now_ms) == E.REBALANCE_IN_PROGRESS
     c.advance(5000)
     assert static_id in group.members and group.generation_id == 2
+
+
+def test_member_that_never_syncs_is_removed_after_the_rebalance_timeout():
+    c = Cluster()
+    a, b, _, _ = _stable_pair(c)  # the leader a synced; b never does, but keeps heartbeating
+    group = c.coordinator.groups["g"]
+    assert group.state is S.STABLE and group.pending_sync == {b}
+    for _ in range(5):
+        c.advance(5000)
+        assert c.coordinator.heartbeat("g", 1, b, None, c.now_ms) == E.NONE
+        c.coordinator.heartbeat("g", 1, a, None, c.now_ms)
+    c.advance(5000)  # 30 s, the rebalance timeout, since the join completed
+    assert b not in group.members and group.state is S.PREPARING_REBALANCE
+    assert "did not sync" in group.rebalance_reason
+
+
+def test_members_that_all_sync_end_the_sync_deadline():
+    c = Cluster()
+    a, b, _, _ = _stable_pair(c)
+    c.sync("g", 1, b)
+    group = c.coordinator.groups["g"]
+    assert group.pending_sync == set() and group.sync_operation is None
