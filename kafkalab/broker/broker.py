@@ -155,9 +155,11 @@ class Broker:
 
     def advance_clock(self, now_ms: int) -> None:
         """Run every timer task due by ``now_ms`` (the timer's monotonic milliseconds): expired
-        fetches are answered, periodic tasks and delayed deletions run; then purge completed
-        fetches from the watch lists if enough have piled up."""
+        fetches are answered, sessions and rebalances time out, periodic tasks and delayed
+        deletions run; then purge completed operations from the watch lists if enough have
+        piled up."""
         self.fetch_purgatory.advance_clock(now_ms)
+        self.group_coordinator.advance_clock(now_ms)
 
     def next_deadline_ms(self) -> int | None:
         """When the timer's earliest non-empty bucket is due (monotonic ms), or None."""

@@ -112,6 +112,12 @@ class GroupCoordinator:
         self.heartbeat_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Heartbeat", timer=timer)
         self.now_ms = 0  # the latest time a request or timer event brought
 
+    def advance_clock(self, now_ms: int) -> None:
+        """Run the timer (shared with the broker) to ``now_ms`` and purge completed joins and
+        heartbeats from the watch lists once enough pile up: every heartbeat completes one."""
+        self.rebalance_purgatory.advance_clock(now_ms)
+        self.heartbeat_purgatory.advance_clock(now_ms)
+
     # --- JoinGroup ------------------------------------------------------------------------
 
     def join_group(self, request: JoinRequest, now_ms: int, respond: Respond) -> JoinResult | None:

@@ -48,7 +48,7 @@ class Cluster:
         while delta_ms > 0:
             step = min(step_ms, delta_ms)
             self.clock.advance_ms(step)
-            self.timer.advance_clock(self.timer.now_ms())
+            self.coordinator.advance_clock(self.timer.now_ms())
             delta_ms -= step
 
     def join(self, group: str, member_id: str = "", *, instance: str | None = None, client: str = "c",

@@ -209,3 +209,14 @@ def test_members_that_all_sync_end_the_sync_deadline():
     c.sync("g", 1, b)
     group = c.coordinator.groups["g"]
     assert group.pending_sync == set() and group.sync_operation is None
+
+
+def test_completed_heartbeats_are_purged_from_the_watch_lists():
+    c = Cluster()
+    a, b, _, _ = _stable_pair(c)
+    purgatory = c.coordinator.heartbeat_purgatory
+    for _ in range(1500):  # more than the purge interval (1000) of completed heartbeats
+        c.coordinator.heartbeat("g", 1, a, None, c.now_ms)
+        c.coordinator.heartbeat("g", 1, b, None, c.now_ms)
+    c.advance(1)
+    assert purgatory.purge_count >= 1 and purgatory.watched() <= 2 + purgatory.purge_interval
