@@ -82,7 +82,7 @@ class Broker:
 
     def __init__(
         self, settings: BrokerSettings, log_store: LogStore, config_store: DynamicConfigStore,
-        rng: random.Random, timer: Timer,
+        rng: random.Random, timer: Timer, clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.settings = settings
         self.log_store = log_store
@@ -100,7 +100,7 @@ class Broker:
             group_settings,
             BrokerCoordinatorLog(self, group_settings.offsets_partitions, _broker_int(
                 config_store, str(settings.node_id), "offsets.topic.segment.bytes")),
-            timer, rng)
+            timer, rng, clock_ms)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
 

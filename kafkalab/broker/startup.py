@@ -66,7 +66,7 @@ def open_broker(
     timer = Timer(clock)
     scheduler = Scheduler(timer)
     log_store = StorageLogStore(data_dir, clock, config_store, rng, scheduler=scheduler)
-    broker = Broker(settings, log_store, config_store, rng, timer)
+    broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
     broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds)
     coordinator = broker.group_coordinator

@@ -102,8 +102,13 @@ Respond = Callable[[Any], None]
 class GroupCoordinator:
     """Every classic group this node coordinates. Not thread-safe; owned by one broker."""
 
-    def __init__(self, settings: GroupSettings, log: CoordinatorLog, timer: Timer, rng: random.Random) -> None:
+    def __init__(self, settings: GroupSettings, log: CoordinatorLog, timer: Timer, rng: random.Random,
+                 clock_ms: Callable[[], int] | None = None) -> None:
         self.settings = settings
+        # Requests bring their own now_ms; a timeout has none, so the coordinator asks this
+        # (the broker's Clock.milliseconds) to stamp what a timeout changes. Without it, the
+        # time of the latest request is used.
+        self._clock_ms = clock_ms
         self.log = log
         self.rng = rng
         self.groups: dict[str, ClassicGroup] = {}
@@ -111,6 +116,10 @@ class GroupCoordinator:
         self.rebalance_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Rebalance", timer=timer)
         self.heartbeat_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Heartbeat", timer=timer)
         self.now_ms = 0  # the latest time a request or timer event brought
+
+    def _timer_fired(self) -> None:
+        if self._clock_ms is not None:
+            self.now_ms = max(self.now_ms, self._clock_ms())
 
     def advance_clock(self, now_ms: int) -> None:
         """Run the timer (shared with the broker) to ``now_ms`` and purge completed joins and
@@ -258,13 +267,15 @@ class GroupCoordinator:
             self._start_initial_join(group, delay_ms, remaining_ms)
         else:
             group.join_operation = DelayedJoin(group.group_id, group.rebalance_timeout_ms(),
-                                               group.all_members_joined, lambda: self._complete_join(group))
+                                               group.all_members_joined, lambda: self._complete_join(group),
+                                               on_timeout=self._timer_fired)
             self.rebalance_purgatory.try_complete_else_watch(group.join_operation, [group.group_id])
 
     def _start_initial_join(self, group: ClassicGroup, delay_ms: int, remaining_ms: int) -> None:
         group.new_member_added = False
 
         def expire() -> None:
+            self._timer_fired()
             if group.new_member_added and remaining_ms > 0:
                 step_ms = min(self.settings.initial_rebalance_delay_ms, remaining_ms)
                 self._start_initial_join(group, step_ms, remaining_ms - step_ms)
@@ -369,6 +380,7 @@ class GroupCoordinator:
 
     def _on_sync_expired(self, group: ClassicGroup, generation_id: int) -> None:
         """Kafka's ``expirePendingSync``: drop the members of this generation that never synced."""
+        self._timer_fired()
         group.sync_operation = None
         missing = sorted(group.pending_sync)
         if generation_id != group.generation_id or not missing or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE):
@@ -461,6 +473,7 @@ class GroupCoordinator:
             operation.force_complete()  # completed without expiring: the session goes on
 
     def _on_session_expired(self, group: ClassicGroup, member_id: str) -> None:
+        self._timer_fired()
         group.pending_heartbeats.pop(member_id, None)
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)

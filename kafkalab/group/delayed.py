@@ -36,16 +36,23 @@ from kafkalab.purgatory.operation import DelayedOperation
 class DelayedJoin(DelayedOperation):
     """A rebalance waiting for members to rejoin. Owned by the rebalance purgatory."""
 
-    __slots__ = ("_all_joined", "_complete")
+    __slots__ = ("_all_joined", "_complete", "_on_timeout")
 
     def __init__(self, group_id: str, delay_ms: int, all_joined: Callable[[], bool],
-                 complete: Callable[[], None]) -> None:
+                 complete: Callable[[], None], on_timeout: Callable[[], None] = lambda: None) -> None:
         super().__init__(delay_ms, f"join-{group_id}")
         self._all_joined = all_joined
         self._complete = complete
+        self._on_timeout = on_timeout
 
     def try_complete(self) -> bool:
         return self._all_joined() and self.force_complete()
+
+    def run(self) -> None:
+        """The rebalance timeout: note the time before the join completes without the laggards."""
+        if not self.is_completed:
+            self._on_timeout()
+        super().run()
 
     def on_complete(self) -> None:
         self._complete()

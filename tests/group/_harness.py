@@ -36,7 +36,7 @@ class Cluster:
         self.log = MemoryCoordinatorLog()
         defaults = {"initial_rebalance_delay_ms": 3000}
         self.coordinator = GroupCoordinator(GroupSettings(**{**defaults, **settings}), self.log, self.timer,
-                                            random.Random(seed))
+                                            random.Random(seed), self.clock.milliseconds)
 
     @property
     def now_ms(self) -> int:

@@ -220,3 +220,15 @@ def test_completed_heartbeats_are_purged_from_the_watch_lists():
         c.coordinator.heartbeat("g", 1, b, None, c.now_ms)
     c.advance(1)
     assert purgatory.purge_count >= 1 and purgatory.watched() <= 2 + purgatory.purge_interval
+
+
+def test_a_timeout_stamps_the_group_with_the_clock_not_the_last_request():
+    c = Cluster()
+    a, answers = c.join_with_id("g")
+    c.advance(3000)
+    c.sync("g", 1, a, {a: b"A"})
+    synced_ms = c.now_ms
+    c.advance(SESSION_MS + 200)  # silence: the session ends, the group empties
+    group = c.coordinator.groups["g"]
+    assert group.state is S.EMPTY
+    assert synced_ms + SESSION_MS <= group.state_timestamp_ms <= synced_ms + SESSION_MS + 200
