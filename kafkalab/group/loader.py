@@ -6,6 +6,10 @@ record replaces the whole group (a tombstone removes the group). A group loaded 
 Stable at its stored generation; one without is Empty. Mirrors Kafka's
 ``GroupMetadataManager.replay`` for classic groups.
 
+Records of the newer group types (KIP-848 consumer groups, share and streams groups: key
+versions 3 and up), which a log written by Apache Kafka may hold, are skipped: this coordinator
+serves classic groups only.
+
 Worked example: records ``(g, orders, 0) -> 42``, ``g -> generation 3, members [c1]``,
 ``(g, orders, 0) -> 57`` load as group ``g`` Stable at generation 3 with ``orders-0`` at 57.
 """
@@ -17,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalab.group.group import ClassicGroup, Member
 from kafkalab.group.offsets import CommittedOffset
-from kafkalab.group.records import GroupKey, OffsetKey, decode_group_value, decode_key, decode_offset_value
+from kafkalab.group.records import (
+    CLASSIC_KEY_VERSION_MAX,
+    GroupKey,
+    OffsetKey,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    key_version,
+)
 from kafkalab.group.state import GroupState
 
 if TYPE_CHECKING:
@@ -27,6 +39,8 @@ if TYPE_CHECKING:
 def replay(coordinator: GroupCoordinator, records: Iterable[tuple[int, bytes, bytes | None]]) -> int:
     count = 0
     for _partition, key_bytes, value_bytes in records:
+        if key_version(key_bytes) > CLASSIC_KEY_VERSION_MAX:
+            continue
         key = decode_key(key_bytes)
         if isinstance(key, OffsetKey):
             _replay_offset(coordinator, key, value_bytes)

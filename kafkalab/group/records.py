@@ -126,6 +126,14 @@ def group_metadata_value(value: Any) -> bytes:
     return _encode(GROUP_METADATA_VALUE, value, GROUP_METADATA_VALUE_VERSION)
 
 
+CLASSIC_KEY_VERSION_MAX = GROUP_METADATA_KEY_VERSION  # 3+ are KIP-848, share and streams records
+
+
+def key_version(data: bytes) -> int:
+    """A record key's version, i.e. its record type (Kafka's ``CoordinatorRecordType``)."""
+    return _version(data, "key")
+
+
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
     """The key of a ``__consumer_offsets`` record, by its version (= record type)."""
     version = _version(data, "key")

@@ -127,3 +127,13 @@ def test_offset_delete_refuses_subscribed_topics():
     error, results = c.coordinator.offsets.delete("g", [("orders", 0), ("old", 0)], c.now_ms)
     assert (error, results) == (E.NONE, [E.GROUP_SUBSCRIBED_TO_TOPIC, E.NONE])
     assert c.coordinator.offsets.delete("missing", [("old", 0)], c.now_ms)[0] == E.GROUP_ID_NOT_FOUND
+
+
+def test_replay_skips_records_of_newer_group_types():
+    c = Cluster()
+    _commit(c, "simple", -1, "")
+    partition = c.coordinator.partition_of("simple")
+    c.log.partitions[partition].insert(0, (b"\x00\x03\x00\x01x", b"\x00\x00"))  # a KIP-848 group record
+    fresh = GroupCoordinator(c.coordinator.settings, c.log, c.timer, random.Random(1))
+    assert fresh.load(c.now_ms) == 1
+    assert fresh.offsets.fetch("simple", [("orders", 0)])[0][1].offset == 42
