@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from kafkalab.errors import ErrorCode as E
-from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
+from kafkalab.group.coordinator import GroupCoordinator
 from kafkalab.group.offsets import OffsetCommit
 from kafkalab.group.state import GroupState as S
 from tests.group._harness import Cluster
