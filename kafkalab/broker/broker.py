@@ -41,7 +41,10 @@ from typing import Any
 
 from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
+from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
+from kafkalab.broker.handlers.groups import GROUP_HANDLERS
+from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
 from kafkalab.broker.log_store import LogStore
 from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
@@ -52,6 +55,7 @@ from kafkalab.config.resolve import broker_value
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError
+from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
 from kafkalab.protocol.header import (
     API_VERSIONS_KEY,
     RequestHeader,
@@ -84,7 +88,7 @@ class Broker:
 
     def __init__(
         self, settings: BrokerSettings, log_store: LogStore, config_store: DynamicConfigStore,
-        rng: random.Random, timer: Timer,
+        rng: random.Random, timer: Timer, clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.settings = settings
         self.log_store = log_store
@@ -106,6 +110,13 @@ class Broker:
         self.parked_fetches: dict[int, DelayedFetch] = {}  # by connection: one request in flight each
         self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
+        self.client_hosts: dict[int, str] = {}  # by connection, filled in by the network adapter
+        group_settings = _group_settings(config_store, str(settings.node_id))
+        self.group_coordinator = GroupCoordinator(
+            group_settings,
+            BrokerCoordinatorLog(self, group_settings.offsets_partitions, _broker_int(
+                config_store, str(settings.node_id), "offsets.topic.segment.bytes")),
+            timer, rng, clock_ms)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
 
@@ -160,9 +171,11 @@ class Broker:
 
     def advance_clock(self, now_ms: int) -> None:
         """Run every timer task due by ``now_ms`` (the timer's monotonic milliseconds): expired
-        fetches are answered, periodic tasks and delayed deletions run; then purge completed
-        fetches from the watch lists if enough have piled up."""
+        fetches are answered, sessions and rebalances time out, periodic tasks and delayed
+        deletions run; then purge completed operations from the watch lists if enough have
+        piled up."""
         self.fetch_purgatory.advance_clock(now_ms)
+        self.group_coordinator.advance_clock(now_ms)
 
     def next_deadline_ms(self) -> int | None:
         """When the timer's earliest non-empty bucket is due (monotonic ms), or None."""
@@ -170,6 +183,7 @@ class Broker:
 
     def connection_closed(self, connection_id: int) -> None:
         """Abandon the connection's parked fetch: it completes without a response."""
+        self.client_hosts.pop(connection_id, None)
         parked = self.parked_fetches.pop(connection_id, None)
         if parked is not None:
             parked.abandon()
@@ -222,7 +236,6 @@ HANDLERS: dict[int, Handler] = {
     1: fetch.handle_fetch,
     2: list_offsets.handle_list_offsets,
     3: metadata.handle_metadata,
-    10: metadata.handle_find_coordinator,
     18: metadata.handle_api_versions,
     19: admin.handle_create_topics,
     20: admin.handle_delete_topics,
@@ -233,7 +246,31 @@ HANDLERS: dict[int, Handler] = {
     33: configs.handle_alter_configs,
     37: admin.handle_create_partitions,
     44: configs.handle_incremental_alter_configs,
+    **GROUP_HANDLERS,
+    **OFFSET_HANDLERS,
 }
+
+
+def _broker_int(config_store: DynamicConfigStore, broker_id: str, key: str) -> int:
+    value = broker_value(config_store.layers(), broker_id, key)
+    assert isinstance(value, int), (key, value)  # definitions.py gives every key a default
+    return value
+
+
+def _group_settings(config_store: DynamicConfigStore, broker_id: str) -> GroupSettings:
+    """The group coordinator's configs, resolved as Kafka does (dynamic over static)."""
+    def value(key: str) -> int:
+        return _broker_int(config_store, broker_id, key)
+
+    return GroupSettings(
+        initial_rebalance_delay_ms=value("group.initial.rebalance.delay.ms"),
+        min_session_timeout_ms=value("group.min.session.timeout.ms"),
+        max_session_timeout_ms=value("group.max.session.timeout.ms"),
+        max_size=value("group.max.size"),
+        offsets_partitions=value("offsets.topic.num.partitions"),
+        offsets_retention_ms=value("offsets.retention.minutes") * 60_000,
+        offset_metadata_max_bytes=value("offset.metadata.max.bytes"),
+    )
 
 
 __all__ = ["HANDLERS", "Broker", "Outgoing", "Request"]

@@ -36,12 +36,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafkalab.broker.broker import Broker
-from kafkalab.broker.housekeeping import Housekeeping, HousekeepingIntervals
+from kafkalab.broker.housekeeping import Housekeeping, HousekeepingIntervals, PeriodicTask
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.storage_adapter import StorageLogStore
 from kafkalab.clock import Clock
 from kafkalab.config import BROKER_KEYS, DynamicConfigStore
-from kafkalab.config.resolve import validate_broker_configs
+from kafkalab.config.resolve import broker_value, validate_broker_configs
 from kafkalab.timer import Scheduler, Timer
 
 
@@ -66,7 +66,14 @@ def open_broker(
     timer = Timer(clock)
     scheduler = Scheduler(timer)
     log_store = StorageLogStore(data_dir, clock, config_store, rng, scheduler=scheduler)
-    broker = Broker(settings, log_store, config_store, rng, timer)
+    broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
     broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds)
+    coordinator = broker.group_coordinator
+    coordinator.load(clock.milliseconds())
+    expiry_ms = broker_value(config_store.layers(), str(settings.node_id), "offsets.retention.check.interval.ms")
+    assert isinstance(expiry_ms, int)
+    broker.housekeeping.tasks["delete-expired-group-metadata"] = PeriodicTask(
+        scheduler, "delete-expired-group-metadata", expiry_ms,
+        lambda: coordinator.expire_offsets(clock.milliseconds()), broker.housekeeping.errors)
     return broker

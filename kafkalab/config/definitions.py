@@ -189,6 +189,7 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("offsets.load.buffer.size", I, 5242880, "Read size when loading offsets into the coordinator's cache.", at_least(1)),
     ConfigKey("offsets.retention.minutes", I, 10080, "Keep a committed offset this long after its group becomes empty.", at_least(1)),
     ConfigKey("offsets.retention.check.interval.ms", L, 600000, "How often stale offsets are looked for.", at_least(1)),
+    ConfigKey("offset.metadata.max.bytes", I, 4096, "Largest metadata string an offset commit may carry.", at_least(0)),
     ConfigKey("offsets.commit.timeout.ms", I, 5000, "Wait this long for an offset commit to replicate.", at_least(1)),
     ConfigKey("group.initial.rebalance.delay.ms", I, 3000, "Wait for more members before the first rebalance of a new group.", None),
     ConfigKey("group.min.session.timeout.ms", I, 6000, "Smallest session timeout a classic group member may ask for.", None),

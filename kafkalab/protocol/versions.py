@@ -7,12 +7,16 @@ Two are deliberately wider or narrower:
 * Produce is advertised from v0 though only v3+ (magic 2 record batches) is implemented, because
   librdkafka sends gzip, snappy and lz4 batches only to brokers whose Produce range includes 0.
   Apache Kafka 4.x does the same and rejects v0-v2 when they actually arrive (KIP-896).
-* FindCoordinator is advertised although kafkalab has no coordinator yet: librdkafka enables LZ4
-  only for brokers advertising FindCoordinator v0. Calls are answered COORDINATOR_NOT_AVAILABLE.
+* The group APIs start at v0 (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup):
+  librdkafka 2.0.2 turns its balanced consumer on only when each range includes 0, and LZ4 only
+  when FindCoordinator's does (kafka-facts A3). OffsetCommit starts at v2 and OffsetFetch at
+  v1, Kafka 4.0's minimums (KIP-896); librdkafka's pinned OffsetCommit [1, 2] still overlaps.
+  FindCoordinator answers for groups; for transactional ids (key_type 1) it answers
+  COORDINATOR_NOT_AVAILABLE until the transaction coordinator exists.
 
 InitProducerId hands out producer ids so idempotent producers (kafka-python's and Java's
 default) can start; duplicate detection by sequence number arrives with the transactions
-subsystem. Consumer-group and transaction APIs are *not* advertised until they are implemented, so clients
+subsystem. Transaction APIs are *not* advertised until they are implemented, so clients
 fail fast with a clear "not supported by broker" error rather than retrying forever.
 
 Worked example: kafka-python 3.0 speaks Metadata 0-13 and kafkalab advertises 0-12, so it sends

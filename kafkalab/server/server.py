@@ -114,6 +114,9 @@ class KafkaServer:
         if self.broker is None or len(self._connections) >= CONNECTIONS_MAX:
             return False
         self._connections[connection.connection_id] = connection
+        peer = connection.peer
+        if isinstance(peer, tuple) and peer:
+            self.broker.client_hosts[connection.connection_id] = f"/{peer[0]}"  # Kafka's client_host form
         return True
 
     def _connection_closed(self, connection: Connection) -> None:

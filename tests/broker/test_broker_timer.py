@@ -190,7 +190,8 @@ def test_shutdown_stops_the_periodic_tasks(tmp_path):
     h = Harness(tmp_path, properties=FAST)
     tasks = h.broker.housekeeping.tasks
     assert set(tasks) == {"kafka-log-retention", "kafka-recovery-point-checkpoint",
-                          "kafka-log-start-offset-checkpoint", "highwatermark-checkpoint"}  # flusher: never
+                          "kafka-log-start-offset-checkpoint", "highwatermark-checkpoint",
+                          "delete-expired-group-metadata"}  # flusher: never
     h.close()
     h.clock.advance_ms(10_000)
     h.broker.advance_clock(h.broker.timer.now_ms())

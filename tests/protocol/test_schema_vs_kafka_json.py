@@ -37,6 +37,8 @@ def _kafka_fields(fields: list[dict], version: int, prefix: str = "") -> list[tu
 
 
 def _in(versions: str, version: int) -> bool:
+    if versions == "none":  # OffsetDelete: no flexible versions at all
+        return False
     low, high = parse_versions(versions)
     return low <= version <= high
 

@@ -1,4 +1,4 @@
-"""ApiVersions, Metadata and FindCoordinator: what a client asks before anything else.
+"""ApiVersions and Metadata: what a client asks before anything else.
 
 Metadata answers with this one broker (at its advertised address) as the leader, only replica
 and only in-sync replica of every partition. Unknown topics are created on the spot when both the
@@ -14,7 +14,6 @@ from kafkalab.broker.request import Request
 from kafkalab.broker.topics import TopicError, TopicInfo, validate_topic_name
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.messages.api_versions import API_VERSIONS_RESPONSE
-from kafkalab.protocol.messages.find_coordinator import FIND_COORDINATOR_RESPONSE
 from kafkalab.protocol.messages.metadata import METADATA_RESPONSE
 from kafkalab.protocol.versions import ADVERTISED
 
@@ -30,14 +29,6 @@ def handle_api_versions(broker: Broker, request: Request) -> Any:
         for api_key, (low, high) in sorted(ADVERTISED.items())
     )
     return API_VERSIONS_RESPONSE.cls(error_code=0, api_keys=keys)
-
-
-def handle_find_coordinator(broker: Broker, request: Request) -> Any:
-    return FIND_COORDINATOR_RESPONSE.cls(
-        error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        error_message="kafkalab has no group or transaction coordinator yet",
-        node_id=-1, host="", port=-1,
-    )
 
 
 def handle_metadata(broker: Broker, request: Request) -> Any:

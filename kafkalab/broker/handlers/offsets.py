@@ -1,0 +1,101 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete: decode, call the group coordinator, encode.
+
+OffsetFetch v8+ carries several groups (KIP-709); earlier versions one. ``topics=null`` (v2+)
+asks for every committed partition of the group. ``require_stable`` (v7+) asks the
+coordinator to refuse offsets with a pending transactional commit; kafkalab has no
+transactional offset commits yet, so every committed offset is stable and the flag changes
+nothing. Worked example: OffsetFetch v5 for ``g`` and ``orders-[0, 1]`` where only partition 0
+was committed (at 42) answers ``[(0, 42, ""), (1, -1, "")]`` with error 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.broker.request import Request
+from kafkalab.group.offsets import CommittedOffset, OffsetCommit
+from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.protocol.messages.offsets import (
+    OFFSET_COMMIT_RESPONSE,
+    OFFSET_DELETE_RESPONSE,
+    OFFSET_FETCH_RESPONSE,
+)
+
+if TYPE_CHECKING:
+    from kafkalab.broker.broker import Broker
+
+BATCHED_OFFSET_FETCH_VERSION = 8  # KIP-709
+_C = OFFSET_COMMIT_RESPONSE.cls
+_F = OFFSET_FETCH_RESPONSE.cls
+_D = OFFSET_DELETE_RESPONSE.cls
+
+
+def handle_offset_commit(broker: Broker, request: Request) -> Any:
+    body = request.body
+    commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                            p.committed_metadata)
+               for t in body.topics for p in t.partitions]
+    errors = iter(broker.group_coordinator.offsets.commit(
+        body.group_id, body.generation_id_or_member_epoch, body.member_id, body.group_instance_id, commits,
+        body.retention_time_ms, request.header.api_version, request.now_ms))
+    return _C(topics=tuple(
+        _C.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+            _C.OffsetCommitResponseTopic.OffsetCommitResponsePartition(p.partition_index, next(errors))
+            for p in t.partitions))
+        for t in body.topics))
+
+
+def handle_offset_fetch(broker: Broker, request: Request) -> Any:
+    body = request.body
+    if request.header.api_version >= BATCHED_OFFSET_FETCH_VERSION:
+        return _F(groups=tuple(_fetch_group(broker, g.group_id, g.topics) for g in body.groups))
+    group = _fetch_group(broker, body.group_id, body.topics)
+    topic_cls = _F.OffsetFetchResponseTopic
+    partition_cls = topic_cls.OffsetFetchResponsePartition
+    return _F(error_code=0, topics=tuple(
+        topic_cls(name=t.name, partitions=tuple(
+            partition_cls(p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+            for p in t.partitions))
+        for t in group.topics))
+
+
+def _fetch_group(broker: Broker, group_id: str, topics: Any) -> Any:
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    found = broker.group_coordinator.offsets.fetch(group_id, wanted)
+    by_topic: dict[str, list[Any]] = {}
+    group_cls = _F.OffsetFetchResponseGroup
+    partition_cls = group_cls.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
+    for (topic, partition), value in found:
+        by_topic.setdefault(topic, []).append(_partition(partition_cls, partition, value))
+    return group_cls(group_id=group_id, error_code=0, topics=tuple(
+        group_cls.OffsetFetchResponseTopics(name=topic, partitions=tuple(parts)) for topic, parts in by_topic.items()))
+
+
+def _partition(cls: Any, partition: int, value: CommittedOffset | None) -> Any:
+    if value is None:
+        return cls(partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                   error_code=0)
+    return cls(partition_index=partition, committed_offset=value.offset,
+               committed_leader_epoch=value.leader_epoch, metadata=value.metadata, error_code=0)
+
+
+def handle_offset_delete(broker: Broker, request: Request) -> Any:
+    body = request.body
+    partitions = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    error, results = broker.group_coordinator.offsets.delete(body.group_id, partitions, request.now_ms)
+    if error:
+        return _D(error_code=error)
+    codes = iter(results)
+    topic_cls = _D.OffsetDeleteResponseTopic
+    return _D(error_code=0, topics=tuple(
+        topic_cls(name=t.name, partitions=tuple(
+            topic_cls.OffsetDeleteResponsePartition(p.partition_index, next(codes)) for p in t.partitions))
+        for t in body.topics))
+
+
+OFFSET_HANDLERS: dict[int, Callable[[Broker, Request], Any]] = {
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
+}

@@ -1,0 +1,50 @@
+"""The seam between the group coordinator and the log that makes its state durable.
+
+The coordinator never touches a partition's log itself. It hands key/value pairs to a
+:class:`CoordinatorLog` and learns the offset they landed at; at start-up it asks the same
+object for every record of every partition and replays them. Today the broker implements this
+over its local log store (append as leader, high watermark = log end offset). A replica manager
+will implement it later, answering only once ``acks=all`` holds -- the coordinator's code does
+not change.
+
+Worked example: a commit by group ``g`` (partition 12 of ``__consumer_offsets``) calls
+``append(12, [(key, value)], now_ms=1000)``; the broker creates the topic if it is missing,
+writes one v2 batch and returns its base offset, say 7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+KeyValue = tuple[bytes, bytes | None]  # a None value is a tombstone
+
+
+class CoordinatorLog(Protocol):
+    """Durable, ordered storage for one coordinator's internal topic."""
+
+    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> int:
+        """Append ``records`` to ``partition`` as one batch; return its base offset."""
+        ...
+
+    def replay(self) -> Iterable[tuple[int, bytes, bytes | None]]:
+        """Every record (partition, key, value) of the topic, in offset order per partition."""
+        ...
+
+
+class MemoryCoordinatorLog:
+    """A list per partition: for tests and the simulation. Not thread-safe."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[int, list[KeyValue]] = {}
+
+    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> int:
+        log = self.partitions.setdefault(partition, [])
+        base_offset = len(log)
+        log.extend(records)
+        return base_offset
+
+    def replay(self) -> Iterable[tuple[int, bytes, bytes | None]]:
+        for partition, records in sorted(self.partitions.items()):
+            for key, value in records:
+                yield partition, key, value

@@ -1,0 +1,226 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and expiration.
+
+Theory of operation
+-------------------
+A commit is checked against the group first (Kafka's ``ClassicGroup.validateOffsetCommit``):
+
+* no such group: generation -1 creates an Empty "simple" group and commits (a consumer using
+  ``assign()``, or the admin tool); any other generation is ILLEGAL_GENERATION (v9+:
+  GROUP_ID_NOT_FOUND);
+* generation -1, empty member id and an Empty group: accepted;
+* otherwise the member must be known (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and the generation
+  current (ILLEGAL_GENERATION); during CompletingRebalance the answer is REBALANCE_IN_PROGRESS.
+
+Accepted offsets are appended as one batch of OffsetCommit records, then applied in memory.
+Expiration (Kafka's ``OffsetExpirationConditionImpl``) runs every
+``offsets.retention.check.interval.ms``: an offset expires ``offsets.retention.minutes`` after
+its base time -- its explicit expire timestamp if the commit had one (v2-v4
+``retention_time_ms``), else, for an Empty group with a protocol type, the moment the group
+became Empty, else the commit time. Offsets of non-empty consumer groups do not expire. Each
+expired offset gets a tombstone; an Empty group left without offsets becomes Dead.
+
+Worked example: group ``g`` goes Empty at t=0 with ``orders-0`` committed; with retention
+10080 minutes the check at t=604_800_000 writes a tombstone for ``(g, orders, 0)`` and one for
+group ``g``, which is then gone from ListGroups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.group.group import ClassicGroup
+from kafkalab.group.records import OffsetCommitValue, group_metadata_key, offset_commit_key, offset_commit_value
+from kafkalab.group.state import GroupState
+from kafkalab.protocol.types import Reader
+
+if TYPE_CHECKING:
+    from kafkalab.group.coordinator import GroupCoordinator
+
+E = ErrorCode
+S = GroupState
+GROUP_ID_NOT_FOUND_COMMIT_VERSION = 9  # OffsetCommit v9+ answers GROUP_ID_NOT_FOUND
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    """One partition of an OffsetCommit request."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetStore:
+    """Offsets per group. Not thread-safe; owned by the group coordinator."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+        self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+
+    def commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+               commits: Sequence[OffsetCommit], retention_ms: int, api_version: int, now_ms: int) -> list[int]:
+        """One error code per commit, in order."""
+        coordinator = self.coordinator
+        coordinator.now_ms = now_ms
+        error = self._check_commit(group_id, generation_id, member_id, instance_id, api_version, now_ms)
+        if error:
+            return [error] * len(commits)
+        limit = coordinator.settings.offset_metadata_max_bytes
+        results: list[int] = []
+        records: list[tuple[bytes, bytes | None]] = []
+        accepted = []
+        expire_ms = now_ms + retention_ms if retention_ms >= 0 else -1
+        for commit in commits:
+            metadata = commit.metadata or ""
+            if len(metadata.encode()) > limit:
+                results.append(E.OFFSET_METADATA_TOO_LARGE)
+                continue
+            value = CommittedOffset(commit.offset, commit.leader_epoch, metadata, now_ms, expire_ms)
+            records.append((offset_commit_key(group_id, commit.topic, commit.partition),
+                            offset_commit_value(_record(value))))
+            accepted.append(((commit.topic, commit.partition), value))
+            results.append(E.NONE)
+        if records:
+            coordinator.log.append(coordinator.partition_of(group_id), records, now_ms)
+            self.offsets.setdefault(group_id, {}).update(accepted)
+        return results
+
+    def _check_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                      api_version: int, now_ms: int) -> int:
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        coordinator = self.coordinator
+        group = coordinator.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                missing = api_version >= GROUP_ID_NOT_FOUND_COMMIT_VERSION
+                return E.GROUP_ID_NOT_FOUND if missing else E.ILLEGAL_GENERATION
+            group = coordinator.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=now_ms)
+        if group.is_in(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_in(S.EMPTY):
+            return E.NONE
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = coordinator.check_member(group, member_id, instance_id)
+            if error:
+                return error
+            if generation_id != group.generation_id:
+                return E.ILLEGAL_GENERATION
+        elif not group.is_in(S.EMPTY):
+            return E.UNKNOWN_MEMBER_ID
+        if group.is_in(S.COMPLETING_REBALANCE):
+            return E.REBALANCE_IN_PROGRESS
+        return E.NONE
+
+    def fetch(self, group_id: str,
+              partitions: Sequence[TopicPartition] | None) -> list[tuple[TopicPartition, CommittedOffset | None]]:
+        """The committed offset of each partition (None: never committed); ``partitions=None``
+        means every partition the group has committed."""
+        committed = self.offsets.get(group_id, {})
+        if partitions is None:
+            return sorted(committed.items())
+        return [(tp, committed.get(tp)) for tp in partitions]
+
+    def delete(self, group_id: str, partitions: Sequence[TopicPartition], now_ms: int) -> tuple[int, list[int]]:
+        """OffsetDelete: (group error, per-partition errors)."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.is_in(S.DEAD):
+            return int(E.GROUP_ID_NOT_FOUND), []
+        subscribed = subscribed_topics(group) if not group.is_in(S.EMPTY) else set()
+        committed = self.offsets.get(group_id, {})
+        results: list[int] = []
+        gone = []
+        for tp in partitions:
+            if tp[0] in subscribed:
+                results.append(E.GROUP_SUBSCRIBED_TO_TOPIC)
+                continue
+            results.append(E.NONE)
+            if tp in committed:
+                gone.append(tp)
+        self._tombstone(group_id, gone, now_ms)
+        return int(E.NONE), results
+
+    def _tombstone(self, group_id: str, partitions: Sequence[TopicPartition], now_ms: int) -> None:
+        if not partitions:
+            return
+        records = [(offset_commit_key(group_id, topic, partition), None) for topic, partition in partitions]
+        self.coordinator.log.append(self.coordinator.partition_of(group_id), records, now_ms)
+        committed = self.offsets.get(group_id, {})
+        for tp in partitions:
+            committed.pop(tp, None)
+
+    def delete_group_offsets(self, group_id: str, now_ms: int) -> None:
+        """DeleteGroups: a tombstone for every offset and for the group, in one batch."""
+        committed = self.offsets.pop(group_id, {})
+        records = [(offset_commit_key(group_id, topic, partition), None) for topic, partition in sorted(committed)]
+        records.append((group_metadata_key(group_id), None))
+        self.coordinator.log.append(self.coordinator.partition_of(group_id), records, now_ms)
+
+    def expire(self, now_ms: int) -> int:
+        """Tombstone every expired offset; remove Empty groups left with none. Returns the count."""
+        retention_ms = self.coordinator.settings.offsets_retention_ms
+        expired_count = 0
+        for group_id in list(self.offsets):
+            group = self.coordinator.groups.get(group_id)
+            if group is not None and not group.is_in(S.EMPTY):
+                continue  # Kafka keeps a live consumer group's offsets
+            expired = [tp for tp, value in self.offsets[group_id].items()
+                       if _expired(group, value, retention_ms, now_ms)]
+            self._tombstone(group_id, expired, now_ms)
+            expired_count += len(expired)
+            if not self.offsets[group_id]:
+                del self.offsets[group_id]
+                if group is not None and group.is_in(S.EMPTY):
+                    self.coordinator.remove_group(group, now_ms)
+        return expired_count
+
+
+def _expired(group: ClassicGroup | None, value: CommittedOffset, retention_ms: int, now_ms: int) -> bool:
+    if value.expire_timestamp_ms >= 0:
+        return now_ms >= value.expire_timestamp_ms  # the commit chose its own expiry
+    return now_ms >= _expiry_base_ms(group, value) + retention_ms
+
+
+def _expiry_base_ms(group: ClassicGroup | None, value: CommittedOffset) -> int:
+    if group is not None and group.protocol_type and group.is_in(S.EMPTY):
+        return group.state_timestamp_ms
+    return value.commit_timestamp_ms
+
+
+def _record(value: CommittedOffset) -> object:
+    return OffsetCommitValue(offset=value.offset, leader_epoch=value.leader_epoch, metadata=value.metadata,
+                             commit_timestamp=value.commit_timestamp_ms, expire_timestamp=value.expire_timestamp_ms)
+
+
+def subscribed_topics(group: ClassicGroup) -> set[str]:
+    """Topics a consumer group's members subscribe to, from the first field of each
+    ConsumerProtocolSubscription (int16 version, then an array of topic names)."""
+    topics: set[str] = set()
+    if group.protocol_type != "consumer" or group.protocol_name is None:
+        return topics
+    for member in group.members.values():
+        try:
+            reader = Reader(member.metadata(group.protocol_name))
+            reader.int16()
+            for _ in range(reader.array_count(False, False)):
+                topics.add(reader.string(False, False) or "")
+        except (KafkaError, KeyError):
+            continue
+    return topics

@@ -1,0 +1,159 @@
+"""The records a group coordinator writes to ``__consumer_offsets``, in Kafka's exact schemas.
+
+Theory of operation
+-------------------
+Each record's key and value start with an int16 *version* followed by a body declared in
+Kafka's ``group-coordinator/src/main/resources/common/message/*.json``. The key's version doubles
+as the record type: 0 and 1 are an offset commit, 2 is group metadata::
+
+    offset commit   key   = [int16 1][group][topic][int32 partition]           OffsetCommitKey v1
+                    value = [int16 3][int64 offset][int32 leaderEpoch]
+                            [metadata][int64 commitTimestamp]                  OffsetCommitValue v3
+    group metadata  key   = [int16 2][group]                                   GroupMetadataKey v2
+                    value = [int16 3][protocolType][int32 generation][protocol][leader]
+                            [int64 currentStateTimestamp][members...]          GroupMetadataValue v3
+
+A null value is a tombstone: the offset was deleted or expired, or the group was deleted. The
+topic is compacted, so only the latest record per key survives cleaning -- replaying the log
+from its start rebuilds exactly the coordinator's state.
+
+Kafka writes OffsetCommitValue v3 (v1 only when a commit carries an explicit expire timestamp,
+OffsetCommit v2-v4's ``retention_time_ms``) and GroupMetadataValue v3: the highest
+non-flexible versions. kafkalab does the same.
+
+Worked example: group ``g`` committing ``orders-0`` at offset 42 at t=1000 with metadata ``""``
+writes key ``0001 0001 67 0006 6f7264657273 00000000`` (17 bytes) and value
+``0003 000000000000002a ffffffff 0000 00000000000003e8`` (24 bytes).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalab.errors import CorruptRecordError
+from kafkalab.protocol.schema import Message, f, message
+from kafkalab.protocol.types import Writer
+
+NOT_AN_API = -1  # these are data schemas, not requests: they carry no API key
+
+OFFSET_COMMIT_KEY = message("OffsetCommitKey", api_key=NOT_AN_API, valid="0-1", flexible="none", fields=[
+    f("group", "string"),
+    f("topic", "string"),
+    f("partition", "int32"),
+])
+
+OFFSET_COMMIT_VALUE = message("OffsetCommitValue", api_key=NOT_AN_API, valid="0-4", flexible="4+", fields=[
+    f("offset", "int64"),
+    f("leader_epoch", "int32", "3+", default=-1),
+    f("metadata", "string"),
+    f("commit_timestamp", "int64"),
+    f("expire_timestamp", "int64", "1", default=-1),
+])
+
+GROUP_METADATA_KEY = message("GroupMetadataKey", api_key=NOT_AN_API, valid="2", flexible="none", fields=[
+    f("group", "string"),
+])
+
+GROUP_METADATA_VALUE = message("GroupMetadataValue", api_key=NOT_AN_API, valid="0-4", flexible="4+", fields=[
+    f("protocol_type", "string"),
+    f("generation", "int32"),
+    f("protocol", "string", nullable="0+"),
+    f("leader", "string", nullable="0+"),
+    f("current_state_timestamp", "int64", "2+", default=-1),
+    f("members", "[]MemberMetadata", fields=[
+        f("member_id", "string"),
+        f("group_instance_id", "string", "3+", nullable="3+"),
+        f("client_id", "string"),
+        f("client_host", "string"),
+        f("rebalance_timeout", "int32", "1+", default=-1),
+        f("session_timeout", "int32"),
+        f("subscription", "bytes"),
+        f("assignment", "bytes"),
+    ]),
+])
+
+OFFSET_COMMIT_KEY_VERSION = 1
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
+GROUP_METADATA_KEY_VERSION = 2
+GROUP_METADATA_VALUE_VERSION = 3
+
+OffsetCommitValue = OFFSET_COMMIT_VALUE.cls
+GroupMetadataValue = GROUP_METADATA_VALUE.cls
+MemberMetadata = GroupMetadataValue.MemberMetadata
+
+_INT16 = struct.Struct(">h")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    group: str
+
+
+def _encode(schema: Message, value: Any, version: int) -> bytes:
+    writer = Writer()
+    writer.int16(version)
+    schema.encode_into(writer, value, version)
+    return writer.to_bytes()
+
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    body = OFFSET_COMMIT_KEY.cls(group=group, topic=topic, partition=partition)
+    return _encode(OFFSET_COMMIT_KEY, body, OFFSET_COMMIT_KEY_VERSION)
+
+
+def offset_commit_value(value: Any) -> bytes:
+    """An ``OffsetCommitValue``: v1 if it carries an expire timestamp, else v3 (as Kafka)."""
+    explicit_expiry = value.expire_timestamp >= 0
+    version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY if explicit_expiry else OFFSET_COMMIT_VALUE_VERSION
+    return _encode(OFFSET_COMMIT_VALUE, value, version)
+
+
+def group_metadata_key(group: str) -> bytes:
+    return _encode(GROUP_METADATA_KEY, GROUP_METADATA_KEY.cls(group=group), GROUP_METADATA_KEY_VERSION)
+
+
+def group_metadata_value(value: Any) -> bytes:
+    return _encode(GROUP_METADATA_VALUE, value, GROUP_METADATA_VALUE_VERSION)
+
+
+CLASSIC_KEY_VERSION_MAX = GROUP_METADATA_KEY_VERSION  # 3+ are KIP-848, share and streams records
+
+
+def key_version(data: bytes) -> int:
+    """A record key's version, i.e. its record type (Kafka's ``CoordinatorRecordType``)."""
+    return _version(data, "key")
+
+
+def decode_key(data: bytes) -> OffsetKey | GroupKey:
+    """The key of a ``__consumer_offsets`` record, by its version (= record type)."""
+    version = _version(data, "key")
+    if version in (0, 1):
+        body = OFFSET_COMMIT_KEY.decode(memoryview(data)[2:], version)
+        return OffsetKey(body.group, body.topic, body.partition)
+    if version == GROUP_METADATA_KEY_VERSION:
+        return GroupKey(GROUP_METADATA_KEY.decode(memoryview(data)[2:], version).group)
+    raise CorruptRecordError(f"__consumer_offsets key version {version} is not a classic group record", position=0)
+
+
+def decode_offset_value(data: bytes) -> Any:
+    return OFFSET_COMMIT_VALUE.decode(memoryview(data)[2:], _version(data, "OffsetCommitValue"))
+
+
+def decode_group_value(data: bytes) -> Any:
+    return GROUP_METADATA_VALUE.decode(memoryview(data)[2:], _version(data, "GroupMetadataValue"))
+
+
+def _version(data: bytes, what: str) -> int:
+    if len(data) < 2:
+        raise CorruptRecordError(f"{what} of {len(data)} bytes is too short for its int16 version", position=0)
+    return int(_INT16.unpack_from(data)[0])
