@@ -7,7 +7,10 @@ what a *client* sends (``AppendOrigin.CLIENT``), each INVALID_RECORD: exactly on
 partition, no control batch (markers are the transaction coordinator's), and no producer id
 without a base sequence; zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). The log
 itself checks CRCs (CORRUPT_MESSAGE), sizes (MESSAGE_TOO_LARGE), record counts and, on
-compacted topics, keys. After each append the parked fetches watching that partition are
+compacted topics, keys. Idempotent producers' batches are checked by the log too
+(:mod:`kafkalab.storage.producer_state`): a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an
+older epoch INVALID_PRODUCER_EPOCH at every Produce version, and a resent batch is answered
+NONE with its original base offset, nothing appended. After each append the parked fetches watching that partition are
 re-checked.
 
 With ``acks=0`` there is no response; if any partition failed, the connection is closed so the
@@ -72,7 +75,10 @@ def _append(broker: Broker, topic: str, partition: int, records: bytes | memoryv
         assert records is not None
         info = log.append_as_leader(records, LEADER_EPOCH, in_place=True)  # the frame is ours
     except KafkaError as error:
-        return _P(index=partition, error_code=error.error_code, error_message=str(error))
+        # As Kafka's ReplicaManager: no offset (-1), but the log start offset when the log exists.
+        known = broker.topics.log(topic, partition)
+        return _P(index=partition, error_code=error.error_code, error_message=str(error), base_offset=-1,
+                  log_start_offset=known.log_start_offset if known is not None else -1)
     on_partition_appended(broker, topic, partition)
     return _P(
         index=partition, error_code=0, base_offset=info.first_offset,
