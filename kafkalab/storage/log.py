@@ -23,6 +23,12 @@ Appends go to the active segment, which is rolled first when one of Kafka's four
 holds (see :meth:`LogSegment.should_roll`). ``flush.messages`` and ``flush.ms`` decide when
 appended data is fsynced; the recovery point then moves up, and on the next unclean start
 only the segments from the recovery point on are validated (:mod:`kafkalab.storage.recovery`).
+
+Batches from idempotent producers (producer id >= 0) also pass the log's
+:class:`~kafkalab.storage.producer_state_manager.ProducerStateManager`: a resent batch is
+answered with its original offsets and not appended again, a sequence gap or a zombie epoch is
+refused. Each roll writes ``<new base offset>.snapshot`` of that state, and ``close`` one at the
+LEO, so that recovery replays only the batches after the newest snapshot.
 """
 
 from __future__ import annotations

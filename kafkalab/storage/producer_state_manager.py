@@ -250,7 +250,7 @@ def to_snapshot_entry(entry: ProducerStateEntry) -> ProducerSnapshotEntry:
 
 
 def from_snapshot_entry(entry: ProducerSnapshotEntry) -> ProducerStateEntry:
-    batches = ()
+    batches: tuple[BatchMetadata, ...] = ()
     if entry.last_offset >= 0:
         batches = (BatchMetadata(entry.last_sequence, entry.last_offset, entry.offset_delta, entry.timestamp_ms),)
     return ProducerStateEntry(
