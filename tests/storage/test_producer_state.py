@@ -8,12 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 from idempotent_helpers import idempotent_batch
 from storage_helpers import build_batch
 
 from kafkalab.clock import ManualClock
 from kafkalab.errors import ErrorCode, KafkaError
-from kafkalab.records.header import INT32_MAX
+from kafkalab.records.header import INT32_MAX, decrement_sequence, increment_sequence
 from kafkalab.storage import Log, LogConfig
 from kafkalab.storage.producer_state import (
     BatchMetadata,
@@ -176,3 +177,12 @@ def test_expired_producer_restarts_at_any_sequence(open_log: Opener, clock: Manu
     append(log, 0, 0, 3, timestamp_ms=clock.milliseconds())
     log.producer_state.remove_expired_producers(clock.milliseconds() + 2 * 86_400_000)
     assert append(log, 0, 40) == (3, 3)
+
+
+@given(st.integers(0, INT32_MAX), st.integers(0, 10_000))
+def test_decrement_sequence_undoes_increment(sequence: int, delta: int) -> None:
+    assert decrement_sequence(increment_sequence(sequence, delta), delta) == sequence
+
+
+def test_decrement_sequence_wraps_below_zero() -> None:
+    assert [decrement_sequence(1, d) for d in (0, 1, 2, 3)] == [1, 0, INT32_MAX, INT32_MAX - 1]
