@@ -52,7 +52,7 @@ from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info, has_producer_ids
-from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state
+from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
 
 EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
@@ -245,7 +245,7 @@ class Log:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         self._append(records, headers, info, self.clock.milliseconds())
         if has_producer_ids(headers):
-            self.producer_state.append_replayed(headers)
+            self.producer_state.append_replayed(with_markers(records, headers))
         return info
 
     def _append(

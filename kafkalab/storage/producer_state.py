@@ -228,6 +228,16 @@ class ProducerAppendInfo:
             updated.current_txn_first_offset = first_offset
             self.started_txn_first_offsets.append(first_offset)
 
+    def append_end_txn_marker(self, epoch: int, coordinator_epoch: int, timestamp_ms: int) -> None:
+        """A COMMIT or ABORT marker closes the producer's transaction on this partition. Only
+        replayed markers arrive here for now: the transaction coordinator writes them."""
+        self._check_producer_epoch(epoch, -1)
+        updated = self.updated
+        updated.maybe_update_producer_epoch(epoch)
+        updated.coordinator_epoch = coordinator_epoch
+        updated.current_txn_first_offset = None
+        updated.last_timestamp_ms = timestamp_ms
+
     def _check_producer_epoch(self, epoch: int, offset: int) -> None:
         if epoch < self.updated.producer_epoch and self.origin is AppendOrigin.CLIENT:
             raise InvalidProducerEpochError(

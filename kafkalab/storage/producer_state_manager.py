@@ -23,9 +23,10 @@ named by the new segment's base offset, and one at the log end offset on close::
       00000000000000000098.log  ...  00000000000000000098.snapshot   state before offset 98
                                      00000000000000000131.snapshot   clean shutdown at LEO 131
 
-A snapshot goes when the segment it is named after is deleted (retention, DeleteRecords); on
-load, snapshots that no segment starts at are removed except the newest one at or past the
-last segment's base (Kafka's ``removeStraySnapshots``).
+A snapshot goes when the segment it is named after is deleted (by retention, which also removes
+the segments below a DeleteRecords log start offset). On load, snapshots that no segment starts
+at are removed, except the newest one if it is at or past the last segment's base (Kafka's
+``removeStraySnapshots``).
 
 *Recovery* (:func:`rebuild_producer_state`): drop snapshots above the log end offset or at or
 below the log start offset, load the newest one that passes its CRC, and replay every batch
@@ -49,6 +50,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from kafkalab.errors import CorruptRecordError
+from kafkalab.records import decode_batch
+from kafkalab.records.control import ControlRecord, parse_control_record
 from kafkalab.records.header import MAGIC_OFFSET, BatchHeader, read_header
 from kafkalab.storage.producer_snapshot import (
     ProducerSnapshotEntry,
@@ -64,7 +67,6 @@ from kafkalab.storage.producer_state import (
 )
 from kafkalab.storage.segment import LogSegment
 
-SNAPSHOT_SUFFIX = ".snapshot"
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms default (KIP-854)
 _SNAPSHOT_FILE = re.compile(r"^(?P<offset>\d{20})\.snapshot$")
 
@@ -121,12 +123,17 @@ class ProducerStateManager:
             else:
                 current.update(info.updated)
 
-    def append_replayed(self, headers: Iterable[BatchHeader]) -> None:
-        """Rebuild state from batches already in the log (recovery, follower appends)."""
-        for header in headers:
-            if header.producer_id >= 0 and not header.is_control:
-                updates, _ = self.analyze((header,), AppendOrigin.REPLICATION)
-                self.commit(updates)
+    def append_replayed(self, batches: Iterable[tuple[BatchHeader, ControlRecord | None]]) -> None:
+        """Rebuild state from batches already in the log (recovery, follower appends), each
+        with its decoded control record when it is a control batch (:func:`with_markers`)."""
+        for header, control in batches:
+            if header.producer_id >= 0:
+                info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
+                if control is None:
+                    info.append(header, header.max_timestamp)
+                elif control.is_end_txn_marker and control.coordinator_epoch is not None:
+                    info.append_end_txn_marker(header.producer_epoch, control.coordinator_epoch, header.max_timestamp)
+                self.commit({header.producer_id: info})
             self.map_end_offset = header.last_offset + 1
 
     # -- expiration ---------------------------------------------------------------------------
@@ -300,7 +307,22 @@ def _replay(
         manager.append_replayed(segment_batches(segment, manager.map_end_offset, last_offset))
 
 
-def segment_batches(segment: LogSegment, start_offset: int, end_offset: int) -> Iterator[BatchHeader]:
+def with_markers(
+    buf: bytes | bytearray | memoryview | mmap.mmap, headers: Iterable[BatchHeader]
+) -> Iterator[tuple[BatchHeader, ControlRecord | None]]:
+    """Pair each header with its control record when it is a control batch of a producer (the
+    marker's coordinator epoch is inside the record; a control batch holds one record)."""
+    for header in headers:
+        control = None
+        if header.is_control and header.producer_id >= 0:
+            records = decode_batch(buf, header).records
+            control = parse_control_record(records[0]) if records else None
+        yield header, control
+
+
+def segment_batches(
+    segment: LogSegment, start_offset: int, end_offset: int
+) -> Iterator[tuple[BatchHeader, ControlRecord | None]]:
     """Headers of the v2 batches of ``segment`` that end at or after ``start_offset`` and
     begin before ``end_offset``, read from a map of the file (only the headers are touched)."""
     first = segment.translate_offset(start_offset)
@@ -311,4 +333,4 @@ def segment_batches(segment: LogSegment, start_offset: int, end_offset: int) -> 
             if entry.base_offset >= end_offset:
                 return
             if view[entry.position + MAGIC_OFFSET] == 2:  # only v2 batches carry producer ids
-                yield read_header(view, entry.position)
+                yield from with_markers(view, (read_header(view, entry.position),))

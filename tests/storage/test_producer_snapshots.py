@@ -12,6 +12,7 @@ from idempotent_helpers import idempotent_batch
 from storage_helpers import build_batch
 
 from kafkalab.clock import ManualClock
+from kafkalab.records.control import build_end_txn_marker
 from kafkalab.storage import Log, LogConfig
 from kafkalab.storage.producer_snapshot import read_snapshot
 from kafkalab.storage.producer_state import OutOfOrderSequenceError
@@ -193,3 +194,23 @@ def test_truncation_rebuilds_producer_state(log_dir: Path, clock: ManualClock) -
     assert all(offset <= 12 for offset in snapshots(log_dir))
     assert produce(log, 12) == (12, 13), "sequence 12 was cut off, so it is new again"
     log.close()
+
+
+def test_replayed_commit_marker_closes_the_transaction(log_dir: Path, clock: ManualClock) -> None:
+    """A follower or a recovery that replays a COMMIT marker ends the producer's open transaction
+    and learns the coordinator epoch (Kafka's ``appendEndTxnMarker``)."""
+    log = open_log(log_dir, clock)
+    data = bytearray(idempotent_batch(PID, 2, 0, 2, transactional=True))
+    log.append_as_follower(bytes(data))
+    assert log.producer_state.producers[PID].current_txn_first_offset == 0
+    log.append_as_follower(build_end_txn_marker(
+        commit=True, offset=2, timestamp_ms=1_000_005, producer_id=PID, producer_epoch=2, coordinator_epoch=7))
+    entry = log.producer_state.producers[PID]
+    assert (entry.current_txn_first_offset, entry.coordinator_epoch, entry.last_seq) == (None, 7, 1)
+    crash(log)
+    for path in log_dir.glob("*.snapshot"):
+        path.unlink()
+    again = open_log(log_dir, clock)
+    entry = again.producer_state.producers[PID]
+    assert (entry.current_txn_first_offset, entry.coordinator_epoch, entry.producer_epoch) == (None, 7, 2)
+    again.close()
