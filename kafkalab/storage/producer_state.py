@@ -23,15 +23,18 @@ Worked example with that state. A batch from producer 7000, epoch 0, arrives:
 * sequences 5..9 again (the producer retried after losing the answer): a *duplicate* of #2.
   Nothing is appended; the producer is told offsets 130..134, as if it had been.
 * sequences 10..14: in sequence (10 == 9 + 1): appended, and becomes the new last batch.
-* sequences 12..14: a gap or overlap: OUT_OF_ORDER_SEQUENCE_NUMBER (45), nothing appended.
+* sequences 12..14: a gap (10 and 11 never came): OUT_OF_ORDER_SEQUENCE_NUMBER (45), nothing
+  appended. A retry of a batch older than the five remembered is out of order too (and after a
+  restart from a snapshot, which keeps only the last batch, so is a retry of #1).
 * epoch 1, sequence 0: the producer bumped its epoch (InitProducerId again); sequences restart
   at 0 and the remembered batches are forgotten. Epoch 1 with sequence 3 is out of order.
 * epoch 0 again after the producer moved to epoch 1 (a zombie): INVALID_PRODUCER_EPOCH
   (47). The produce path answers 47 at every Produce version; PRODUCER_FENCED (90) is the
   transaction coordinator's answer, never a partition's.
-* a producer id the partition has never seen (or forgot, by expiration or retention): any
-  sequence is accepted. Kafka stopped answering UNKNOWN_PRODUCER_ID (59) on produce once
-  KIP-360 let producers recover by bumping their epoch; the code survives for old clients only.
+* a producer id the partition has never seen (or forgot, by expiration): any sequence is
+  accepted. Since Kafka 2.5 (KAFKA-8710, part of KIP-360, which lets producers recover by bumping
+  their epoch) a partition no longer answers UNKNOWN_PRODUCER_ID (59); clients handle it only
+  for older brokers.
 
 Replicated batches (a follower's appends, or replaying the log on recovery) skip the sequence
 checks -- the leader made them -- and an older epoch there is taken as it is, as in Kafka.
