@@ -68,7 +68,6 @@ class HousekeepingIntervals:
     log_start_offset_checkpoint_ms: int = 60_000
     high_watermark_checkpoint_ms: int = 5_000
     producer_id_expiration_check_ms: int = 600_000
-    producer_id_expiration_ms: int = 86_400_000  # not an interval: how old an idle producer may get
 
     @classmethod
     def from_layers(cls, layers: ConfigLayers, broker_id: str) -> HousekeepingIntervals:
@@ -84,8 +83,16 @@ class HousekeepingIntervals:
             log_start_offset_checkpoint_ms=value("log.flush.start.offset.checkpoint.interval.ms"),
             high_watermark_checkpoint_ms=value("replica.high.watermark.checkpoint.interval.ms"),
             producer_id_expiration_check_ms=value("producer.id.expiration.check.interval.ms"),
-            producer_id_expiration_ms=value("producer.id.expiration.ms"),
         )
+
+
+def dynamic_broker_int(layers: Callable[[], ConfigLayers], broker_id: str, key: str) -> Callable[[], int]:
+    """A reader of a dynamic broker key's current value, for a task that must see alterations."""
+    def read() -> int:
+        parsed = broker_value(layers(), broker_id, key)
+        assert isinstance(parsed, int), (key, parsed)  # definitions.py gives every key a default
+        return parsed
+    return read
 
 
 class PeriodicTask:
@@ -138,12 +145,14 @@ class Housekeeping:
     """The broker's periodic tasks. Not thread-safe; owned by the broker."""
 
     def __init__(self, scheduler: Scheduler, store: HousekeepingStore, intervals: HousekeepingIntervals,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], producer_id_expiration_ms: Callable[[], int] = lambda: 86_400_000,
+                 ) -> None:
         self.errors: list[str] = []
         self.retention_deleted_segments = 0
         self._now_ms = now_ms
         self._store = store
-        self._producer_id_expiration_ms = intervals.producer_id_expiration_ms
+        # Read at every run: producer.id.expiration.ms is a dynamic, cluster-wide config.
+        self._producer_id_expiration_ms = producer_id_expiration_ms
         self.expired_producers = 0
         wanted: Mapping[str, tuple[int, Callable[[], object]]] = {
             "kafka-log-retention": (intervals.retention_check_ms, self._retention),
@@ -170,9 +179,9 @@ class Housekeeping:
     def _expire_producers(self) -> None:
         """Forget idle producers in every live log (``ProducerStateManager.removeExpiredProducers``)."""
         now_ms = self._now_ms()  # wall-clock: compared with the producers' batch timestamps
+        expiration_ms = self._producer_id_expiration_ms()
         for log in list(self._store.live_logs()):
-            self.expired_producers += log.producer_state.remove_expired_producers(
-                now_ms, self._producer_id_expiration_ms)
+            self.expired_producers += log.producer_state.remove_expired_producers(now_ms, expiration_ms)
 
     def stop(self) -> None:
         for task in self.tasks.values():

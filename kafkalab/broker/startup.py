@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafkalab.broker.broker import Broker
-from kafkalab.broker.housekeeping import Housekeeping, HousekeepingIntervals
+from kafkalab.broker.housekeeping import Housekeeping, HousekeepingIntervals, dynamic_broker_int
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.storage_adapter import StorageLogStore
 from kafkalab.clock import Clock
@@ -68,5 +68,6 @@ def open_broker(
     log_store = StorageLogStore(data_dir, clock, config_store, rng, scheduler=scheduler)
     broker = Broker(settings, log_store, config_store, rng, timer)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
-    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds)
+    expiration_ms = dynamic_broker_int(config_store.layers, str(settings.node_id), "producer.id.expiration.ms")
+    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds, expiration_ms)
     return broker

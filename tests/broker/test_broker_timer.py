@@ -225,6 +225,12 @@ def test_idle_producer_ids_expire_on_the_timer(tmp_path):
     h.advance(1_000)  # idle 5 s (producer.id.expiration.ms) at this check: forgotten
     assert h.broker.housekeeping.expired_producers == 1
     assert produce(5) == 0  # forgotten: any sequence starts it afresh (KIP-360)
+    # producer.id.expiration.ms is dynamic: a cluster-wide alteration applies at the next check.
+    body = {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+        {"name": "producer.id.expiration.ms", "config_operation": 0, "value": "1"}]}], "validate_only": False}
+    assert h.call(44, 1, body).responses[0].error_code == 0
+    h.advance(1_000)
+    assert h.broker.housekeeping.expired_producers == 2
     h.close()
 
 
