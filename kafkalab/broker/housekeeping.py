@@ -14,6 +14,7 @@ deletions::
     kafka-recovery-point-checkpoint      log.flush.offset.checkpoint.interval.ms    60 000 ms
     kafka-log-start-offset-checkpoint    log.flush.start.offset.checkpoint.interval.ms 60 000 ms
     highwatermark-checkpoint             replica.high.watermark.checkpoint.interval.ms  5 000 ms
+    PeriodicProducerExpirationCheck      producer.id.expiration.check.interval.ms  600 000 ms
 
 Each task runs first after ``min(30 000 ms, its interval)`` -- Kafka waits 30 s
 (``InitialTaskDelayMs``) before the first run; kafkalab starts sooner when the interval is
@@ -21,6 +22,10 @@ shorter, so a learner who sets a 1 s retention check sees it work within a secon
 reschedules itself one interval after each run. An interval of 0 (allowed for the two
 checkpoints) or beyond the timer's range (the flusher's "never") schedules nothing; the
 checkpoints are still written at shutdown.
+
+The producer expiration check forgets, in every log, the idempotent producers whose last batch
+is older than ``producer.id.expiration.ms`` (one day) and that have no open transaction (Kafka
+schedules it per log; one broker-wide task over the same logs does the same work).
 
 The flusher applies each topic's ``flush.ms`` (``Log.maybe_flush_by_time``). As in Kafka it
 runs only as often as ``log.flush.scheduler.interval.ms``, which is also the last synonym of
@@ -62,6 +67,7 @@ class HousekeepingIntervals:
     recovery_point_checkpoint_ms: int = 60_000
     log_start_offset_checkpoint_ms: int = 60_000
     high_watermark_checkpoint_ms: int = 5_000
+    producer_id_expiration_check_ms: int = 600_000
 
     @classmethod
     def from_layers(cls, layers: ConfigLayers, broker_id: str) -> HousekeepingIntervals:
@@ -76,7 +82,17 @@ class HousekeepingIntervals:
             recovery_point_checkpoint_ms=value("log.flush.offset.checkpoint.interval.ms"),
             log_start_offset_checkpoint_ms=value("log.flush.start.offset.checkpoint.interval.ms"),
             high_watermark_checkpoint_ms=value("replica.high.watermark.checkpoint.interval.ms"),
+            producer_id_expiration_check_ms=value("producer.id.expiration.check.interval.ms"),
         )
+
+
+def dynamic_broker_int(layers: Callable[[], ConfigLayers], broker_id: str, key: str) -> Callable[[], int]:
+    """A reader of a dynamic broker key's current value, for a task that must see alterations."""
+    def read() -> int:
+        parsed = broker_value(layers(), broker_id, key)
+        assert isinstance(parsed, int), (key, parsed)  # definitions.py gives every key a default
+        return parsed
+    return read
 
 
 class PeriodicTask:
@@ -129,11 +145,15 @@ class Housekeeping:
     """The broker's periodic tasks. Not thread-safe; owned by the broker."""
 
     def __init__(self, scheduler: Scheduler, store: HousekeepingStore, intervals: HousekeepingIntervals,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], producer_id_expiration_ms: Callable[[], int] = lambda: 86_400_000,
+                 ) -> None:
         self.errors: list[str] = []
         self.retention_deleted_segments = 0
         self._now_ms = now_ms
         self._store = store
+        # Read at every run: producer.id.expiration.ms is a dynamic, cluster-wide config.
+        self._producer_id_expiration_ms = producer_id_expiration_ms
+        self.expired_producers = 0
         wanted: Mapping[str, tuple[int, Callable[[], object]]] = {
             "kafka-log-retention": (intervals.retention_check_ms, self._retention),
             "kafka-log-flusher": (intervals.flush_check_ms, store.flush_dirty_logs),
@@ -142,6 +162,7 @@ class Housekeeping:
             "kafka-log-start-offset-checkpoint": (intervals.log_start_offset_checkpoint_ms,
                                                   store.checkpoint_log_start_offsets),
             "highwatermark-checkpoint": (intervals.high_watermark_checkpoint_ms, store.checkpoint_high_watermarks),
+            "PeriodicProducerExpirationCheck": (intervals.producer_id_expiration_check_ms, self._expire_producers),
         }
         self.tasks = {
             name: PeriodicTask(scheduler, name, interval_ms, work, self.errors)
@@ -154,6 +175,13 @@ class Housekeeping:
         now_ms = self._now_ms()  # wall-clock: retention.ms compares record timestamps
         for log in list(self._store.live_logs()):
             self.retention_deleted_segments += delete_old_segments(log, now_ms).total
+
+    def _expire_producers(self) -> None:
+        """Forget idle producers in every live log (``ProducerStateManager.removeExpiredProducers``)."""
+        now_ms = self._now_ms()  # wall-clock: compared with the producers' batch timestamps
+        expiration_ms = self._producer_id_expiration_ms()
+        for log in list(self._store.live_logs()):
+            self.expired_producers += log.producer_state.remove_expired_producers(now_ms, expiration_ms)
 
     def stop(self) -> None:
         for task in self.tasks.values():

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafkalab.broker.broker import Broker
-from kafkalab.broker.housekeeping import Housekeeping, HousekeepingIntervals, PeriodicTask
+from kafkalab.broker.housekeeping import Housekeeping, HousekeepingIntervals, PeriodicTask, dynamic_broker_int
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.storage_adapter import StorageLogStore
 from kafkalab.clock import Clock
@@ -68,7 +68,8 @@ def open_broker(
     log_store = StorageLogStore(data_dir, clock, config_store, rng, scheduler=scheduler)
     broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
-    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds)
+    expiration_ms = dynamic_broker_int(config_store.layers, str(settings.node_id), "producer.id.expiration.ms")
+    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds, expiration_ms)
     coordinator = broker.group_coordinator
     coordinator.load(clock.milliseconds())
     expiry_ms = broker_value(config_store.layers(), str(settings.node_id), "offsets.retention.check.interval.ms")

@@ -207,6 +207,7 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("transaction.max.timeout.ms", I, 900000, "Largest transaction timeout a producer may ask for.", at_least(1)),
     ConfigKey("transactional.id.expiration.ms", I, 604800000, "Forget a transactional id idle for this long.", at_least(1)),
     ConfigKey("producer.id.expiration.ms", I, 86400000, "Forget an idempotent producer idle for this long.", at_least(1), CW),
+    ConfigKey("producer.id.expiration.check.interval.ms", I, 600000, "How often partition leaders look for producer ids past producer.id.expiration.ms.", at_least(1)),
     # --- authentication (for the password type) -----------------------------------------------
     ConfigKey("ssl.keystore.password", PASSWORD, None, "Password of the listener's keystore.", None, PB),
     ConfigKey("principal.builder.class", CLASS, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", "Class that builds a principal from a session.", None),

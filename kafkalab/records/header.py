@@ -190,6 +190,14 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return sequence + increment
 
 
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    """The inverse of :func:`increment_sequence` (Kafka's ``DefaultRecordBatch.decrementSequence``):
+    a batch whose last sequence is 1 and offset delta 3 began at INT32_MAX - 1."""
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
 def _entry_bounds(buf: Buffer, position: int) -> tuple[int, int]:
     """Check the 17-byte prefix of an entry; return (size_bytes, magic). Raises on corruption."""
     available = len(buf) - position

@@ -23,6 +23,12 @@ Appends go to the active segment, which is rolled first when one of Kafka's four
 holds (see :meth:`LogSegment.should_roll`). ``flush.messages`` and ``flush.ms`` decide when
 appended data is fsynced; the recovery point then moves up, and on the next unclean start
 only the segments from the recovery point on are validated (:mod:`kafkalab.storage.recovery`).
+
+Batches from idempotent producers (producer id >= 0) also pass the log's
+:class:`~kafkalab.storage.producer_state_manager.ProducerStateManager`: a resent batch is
+answered with its original offsets and not appended again, a sequence gap or a zombie epoch is
+refused. Each roll writes ``<new base offset>.snapshot`` of that state, and ``close`` one at the
+LEO, so that recovery replays only the batches after the newest snapshot.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ from kafkalab.storage import log_append
 from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info, has_producer_ids
+from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
 
 EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
@@ -108,7 +116,7 @@ class Log:
         self, directory: Path, config: LogConfig, clock: Clock, segments: list[LogSegment], *,
         next_offset: int, log_start_offset: int, recovery_point: int,
         leader_epoch_cache: LeaderEpochCache, listeners: list[ev.Listener],
-        scheduler: Scheduler | None, rng: random.Random,
+        scheduler: Scheduler | None, rng: random.Random, producer_state: ProducerStateManager | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.topic, self.partition = parse_partition_dir(self.directory)
@@ -117,6 +125,7 @@ class Log:
         self.scheduler = scheduler
         self.rng = rng
         self.leader_epoch_cache = leader_epoch_cache
+        self.producer_state = producer_state or ProducerStateManager(self.directory)
         self._listeners = listeners
         self._segments = segments
         self._base_offsets = [s.base_offset for s in segments]
@@ -205,6 +214,11 @@ class Log:
             (config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms),
         )
         log_append.check_segment_fit(len(records), config.segment_bytes)
+        producers = None
+        if has_producer_ids(headers):  # idempotent producers: sequence checks, duplicates
+            producers, duplicate = self.producer_state.analyze(headers, AppendOrigin.CLIENT, append_time_ms)
+            if duplicate is not None:
+                return duplicate_append_info(duplicate, self.log_start_offset)
         buf = _stamp_target(records, in_place)
         headers = log_append.stamp(buf, headers, append_time_ms)
         info = log_append.summarize(
@@ -213,6 +227,8 @@ class Log:
         # As in Kafka, the epoch cache learns the epoch before the data is written.
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         self._append(buf, headers, info, now_ms)
+        if producers:
+            self.producer_state.commit(producers)
         return info
 
     def append_as_follower(self, records: bytes | bytearray) -> LogAppendInfo:
@@ -228,6 +244,8 @@ class Log:
             if header.magic >= 2:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         self._append(records, headers, info, self.clock.milliseconds())
+        if has_producer_ids(headers):
+            self.producer_state.append_replayed(with_markers(records, headers))
         return info
 
     def _append(
@@ -235,7 +253,7 @@ class Log:
     ) -> None:
         segment = self._maybe_roll(len(data), info, now_ms)
         segment.append(info.last_offset, info.max_timestamp, data, headers)
-        self._next_offset = info.last_offset + 1
+        self._next_offset = self.producer_state.map_end_offset = info.last_offset + 1
         if self.auto_advance_high_watermark:
             self.high_watermark = self._next_offset
         self._unflushed_messages += info.records_count
@@ -270,6 +288,8 @@ class Log:
         segment = self.new_segment(new_offset)
         self._segments.append(segment)
         self._base_offsets.append(new_offset)
+        # Named by the new base offset, the snapshot lets recovery start at this segment.
+        self.producer_state.take_snapshot(new_offset, sync=False)
         if self._listeners:
             ev.emit(self._listeners, ev.SegmentRolled(reason, new_offset, active.base_offset, active.size_bytes))
         return segment
@@ -416,6 +436,7 @@ class Log:
         if self.closed:
             return
         self.leader_epoch_cache.maybe_write()
+        self.producer_state.take_snapshot(self._next_offset)  # the next start need not replay
         for segment in self._segments:
             segment.close()
         self.closed = True
@@ -441,6 +462,10 @@ class Log:
         self._segments[-1].truncate_to(new_end)
         self._segments[-1].resize_indexes(self.config.segment_index_bytes)
         self._after_truncation(new_end)
+        rebuild_producer_state(
+            self.producer_state, self._segments, log_start_offset=self.log_start_offset,
+            last_offset=new_end, had_clean_shutdown=False, now_ms=self.clock.milliseconds(),
+        )
         if self._listeners:
             ev.emit(self._listeners, ev.Truncated(old_end, new_end, fully=False))
         return True
@@ -452,6 +477,7 @@ class Log:
         fresh = self.new_segment(offset)
         self._segments, self._base_offsets = [fresh], [offset]
         self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(offset)
         self._after_truncation(offset)
         self.log_start_offset = offset
         self.recovery_point = offset
@@ -476,6 +502,7 @@ class Log:
             return False
         self.log_start_offset = offset
         self.leader_epoch_cache.truncate_from_start(offset)
+        self.producer_state.on_log_start_offset_incremented(offset)
         return True
 
     # -- deleting and replacing segments ------------------------------------------------------
@@ -509,6 +536,7 @@ class Log:
             segment.close_handlers()
             segment.change_file_suffixes("", DELETED_SUFFIX)
         self._delete_files_later(doomed)
+        self.producer_state.delete_snapshots_of_segments(s.base_offset for s in doomed)
         if self._listeners:
             ev.emit(self._listeners, ev.SegmentsDeleted(reason, tuple(s.base_offset for s in doomed)))
 

@@ -9,8 +9,8 @@ without rereading the whole log. Layout, big-endian::
            offsetDelta int32, timestamp int64, coordinatorEpoch int32, currentTxnFirstOffset int64
 
 An empty snapshot is exactly ``0001 48674bc7 00000000``. The CRC covers the count and the
-entries, so a torn write is detected on read. (Only the file format lives here; the producer
-state itself arrives with idempotent producers.)
+entries, so a torn write is detected on read. The producer state itself lives in
+:mod:`kafkalab.storage.producer_state` and :mod:`kafkalab.storage.producer_state_manager`.
 """
 
 from __future__ import annotations
@@ -83,8 +83,14 @@ def snapshot_file_name(directory: Path, offset: int) -> Path:
     return Path(directory) / f"{offset:020d}.snapshot"
 
 
-def write_snapshot(path: Path, entries: list[ProducerSnapshotEntry]) -> None:
-    write_atomically(Path(path), encode(entries))
+def write_snapshot(path: Path, entries: list[ProducerSnapshotEntry], *, sync: bool = True) -> None:
+    """Write a snapshot. With ``sync`` (shutdown, recovery) it is fsynced and renamed into
+    place; without (a segment roll, on the append path, as Kafka's ``takeSnapshot(false)``) it
+    is written straight to its name, and a torn file fails its CRC on load and is skipped."""
+    if sync:
+        write_atomically(Path(path), encode(entries))
+    else:
+        Path(path).write_bytes(encode(entries))
 
 
 def read_snapshot(path: Path) -> list[ProducerSnapshotEntry]:

@@ -18,6 +18,9 @@ What a directory can hold after a crash, and what opening it does, in order:
    after a torn write, so nothing acknowledged-and-flushed can be there).
 6. An empty directory gets one empty segment at the log start offset; the active segment's
    indexes are re-extended to ``segment.index.bytes``.
+7. Producer state is rebuilt: stray ``.snapshot`` files are removed, the newest snapshot at or
+   below the log end offset is loaded and the batches after it replayed
+   (:func:`~kafkalab.storage.producer_state_manager.rebuild_producer_state`).
 
 Worked example: the recovery point is 120 and the segments are 0, 100 and 150. Segment 0 is
 trusted; segments 100 and 150 are validated. If segment 100 ends in 37 torn bytes at byte
@@ -38,6 +41,7 @@ from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.checkpoints import LEADER_EPOCH_CHECKPOINT, CorruptCheckpointError
 from kafkalab.storage.log import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, Log, Scheduler
 from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state
 from kafkalab.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -221,10 +225,16 @@ def load_log(
     log_start = max(start, segments[0].base_offset)
     leader_epochs.truncate_from_end(next_offset)
     point = next_offset if had_clean_shutdown else min(recovery_point, next_offset)
+    producer_state = ProducerStateManager(directory)
+    producer_state.remove_stray_snapshots(s.base_offset for s in segments)
+    rebuild_producer_state(
+        producer_state, segments, log_start_offset=log_start, last_offset=next_offset,
+        had_clean_shutdown=had_clean_shutdown, now_ms=clock.milliseconds(),
+    )
     log = Log(
         directory, config, clock, segments, next_offset=next_offset, log_start_offset=log_start,
         recovery_point=point, leader_epoch_cache=leader_epochs, listeners=listeners,
-        scheduler=scheduler, rng=rng,
+        scheduler=scheduler, rng=rng, producer_state=producer_state,
     )
     log.high_watermark = next_offset
     log.active_segment.roll_jitter_ms = log.draw_jitter_ms()

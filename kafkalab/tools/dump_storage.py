@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kafkalab.errors import CorruptIndexError, CorruptRecordError
-from kafkalab.records.header import iter_headers, read_header
+from kafkalab.records.header import decrement_sequence, iter_headers, read_header
 from kafkalab.storage import producer_snapshot
 from kafkalab.storage.txn_index import ENTRY as TXN_ENTRY
 
@@ -197,14 +197,21 @@ def dump_producer_snapshot(path: Path, args: argparse.Namespace, out: TextIO) ->
         sys.stderr.write(f"{exc}\n")
         return
     for e in entries:
-        first_sequence = e.last_sequence - e.offset_delta
-        out.write(
+        # Kafka prints the Java OptionalLong, and the batch fields only for a producer whose
+        # last batch is known (lastOffset >= 0); the first sequence may wrap below 0 to INT32_MAX.
+        txn_first = "OptionalLong.empty" if e.current_txn_first_offset < 0 else f"OptionalLong[{e.current_txn_first_offset}]"
+        line = (
             f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
-            f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {e.current_txn_first_offset} "
-            f"lastTimestamp: {e.timestamp_ms} firstSequence: {first_sequence} "
-            f"lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
-            f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp_ms}\n"
+            f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {txn_first} "
+            f"lastTimestamp: {e.timestamp_ms} "
         )
+        if e.last_offset >= 0:
+            line += (
+                f"firstSequence: {decrement_sequence(e.last_sequence, e.offset_delta)} "
+                f"lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+                f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp_ms}"
+            )
+        out.write(line + "\n")
 
 
 DUMPERS: dict[str, Dumper] = {

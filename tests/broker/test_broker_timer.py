@@ -4,6 +4,7 @@ file deletes, the flusher and the periodic checkpoints, and configs applied to l
 from __future__ import annotations
 
 import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalab.broker.delayed_fetch import DelayedFetch
 from kafkalab.clock import ManualClock
@@ -191,11 +192,46 @@ def test_shutdown_stops_the_periodic_tasks(tmp_path):
     tasks = h.broker.housekeeping.tasks
     assert set(tasks) == {"kafka-log-retention", "kafka-recovery-point-checkpoint",
                           "kafka-log-start-offset-checkpoint", "highwatermark-checkpoint",
-                          "delete-expired-group-metadata"}  # flusher: never
+                          "delete-expired-group-metadata", "PeriodicProducerExpirationCheck"}  # flusher: never
     h.close()
     h.clock.advance_ms(10_000)
     h.broker.advance_clock(h.broker.timer.now_ms())
     assert all(task.runs == 0 for task in tasks.values())
+
+
+def _idempotent(producer_id: int, sequence: int, timestamp_ms: int) -> bytes:
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=producer_id, producer_epoch=0,
+                                        base_sequence=sequence, batch_size=1 << 20)
+    builder.append(0, timestamp=timestamp_ms, key=None, value=b"v", headers=[])
+    return bytes(builder.build())
+
+
+def test_idle_producer_ids_expire_on_the_timer(tmp_path):
+    h = Harness(tmp_path, properties={"producer.id.expiration.ms": "5000",
+                                      "producer.id.expiration.check.interval.ms": "1000"})
+    h.create_topic("t")
+
+    def produce(sequence: int) -> int:
+        return h.produce("t", 0, _idempotent(77, sequence, h.clock.milliseconds())).error_code
+
+    assert h.broker.housekeeping.tasks["PeriodicProducerExpirationCheck"].interval_ms == 1_000
+    assert produce(0) == 0
+    assert produce(5) == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER while the producer is remembered
+    h.advance(4_000)
+    assert produce(1) == 0  # still known at 4 s; this batch resets its idle time
+    h.advance(4_000)
+    assert h.broker.housekeeping.expired_producers == 0  # idle 4 s at the last check
+    h.advance(1_000)  # idle 5 s (producer.id.expiration.ms) at this check: forgotten
+    assert h.broker.housekeeping.expired_producers == 1
+    assert produce(5) == 0  # forgotten: any sequence starts it afresh (KIP-360)
+    # producer.id.expiration.ms is dynamic: a cluster-wide alteration applies at the next check.
+    body = {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+        {"name": "producer.id.expiration.ms", "config_operation": 0, "value": "1"}]}], "validate_only": False}
+    assert h.call(44, 1, body).responses[0].error_code == 0
+    h.advance(1_000)
+    assert h.broker.housekeeping.expired_producers == 2
+    h.close()
 
 
 # --- static and dynamic configs ------------------------------------------------------------------

@@ -88,12 +88,22 @@ def test_txn_index_and_snapshot_dumps(tmp_path: Path) -> None:
     txn = TransactionIndex(tmp_path / "00000000000000000000.txnindex", 0)
     txn.append(AbortedTxn(7, 10, 14, 15))
     snapshot = tmp_path / "00000000000000000100.snapshot"
-    write_snapshot(snapshot, [ProducerSnapshotEntry(1000, 2, 41, 99, 4, 1700, 7, -1)])
+    write_snapshot(snapshot, [
+        ProducerSnapshotEntry(1000, 2, 41, 99, 4, 1700, 7, -1),
+        ProducerSnapshotEntry(1001, 0, 1, 120, 3, 1800, -1, 118),  # sequences wrapped: MAX-1..1
+        ProducerSnapshotEntry(1002, 5, -1, -1, 0, 1900, 3, -1),  # no batch known
+    ])
     text = dump(txn.path, snapshot)
     assert "version: 0 producerId: 7 firstOffset: 10 lastOffset: 14 lastStableOffset: 15" in text
-    assert ("producerId: 1000 producerEpoch: 2 coordinatorEpoch: 7 currentTxnFirstOffset: -1 "
+    # DumpLogSegments.dumpProducerIdSnapshot: Java's OptionalLong, batch fields only when known.
+    assert ("producerId: 1000 producerEpoch: 2 coordinatorEpoch: 7 currentTxnFirstOffset: OptionalLong.empty "
             "lastTimestamp: 1700 firstSequence: 37 lastSequence: 41 lastOffset: 99 offsetDelta: 4 "
-            "timestamp: 1700") in text
+            "timestamp: 1700\n") in text
+    assert ("producerId: 1001 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong[118] "
+            "lastTimestamp: 1800 firstSequence: 2147483646 lastSequence: 1 lastOffset: 120 offsetDelta: 3 "
+            "timestamp: 1800\n") in text
+    assert ("producerId: 1002 producerEpoch: 5 coordinatorEpoch: 3 currentTxnFirstOffset: OptionalLong.empty "
+            "lastTimestamp: 1900 \n") in text
 
 
 def test_directory_dumps_identically_before_and_after_reopen(tmp_path: Path) -> None:

@@ -9,8 +9,11 @@ what a *client* sends (``AppendOrigin.CLIENT``), each INVALID_RECORD: exactly on
 partition, no control batch (markers are the transaction coordinator's), and no producer id
 without a base sequence; zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). The log
 itself checks CRCs (CORRUPT_MESSAGE), sizes (MESSAGE_TOO_LARGE), record counts and, on
-compacted topics, keys. After each append the parked fetches watching that partition are
-re-checked.
+compacted topics, keys. Idempotent producers' batches are checked by the log too
+(:mod:`kafkalab.storage.producer_state`): a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an
+older epoch INVALID_PRODUCER_EPOCH at every Produce version, and a resent batch is answered
+NONE with its original base offset, nothing appended. After each append the parked fetches
+watching that partition are re-checked.
 
 The partition stamps its leader epoch into the batch and moves the high watermark. ``acks=1``
 is answered at once; ``acks=-1`` once the HW passes the batch, which on a lone broker is at once
@@ -86,7 +89,10 @@ def _append(
         assert records is not None
         info = hosted.partition.append_records_to_leader(records, acks, now_ms, in_place=True)  # the frame is ours
     except KafkaError as error:
-        return _P(index=index, error_code=error.error_code, error_message=str(error)), None
+        # As Kafka's ReplicaManager: no offset (-1), but the log start offset when the log exists.
+        start = hosted.log.log_start_offset if hosted is not None else -1
+        return _P(index=index, error_code=error.error_code, error_message=str(error), base_offset=-1,
+                  log_start_offset=start), None
     on_partition_appended(broker, topic, index)
     answer = _P(index=index, error_code=0, base_offset=info.first_offset,
                 log_append_time_ms=info.log_append_time_ms, log_start_offset=info.log_start_offset)
