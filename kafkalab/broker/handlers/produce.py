@@ -2,8 +2,9 @@
 
 Checks before the log sees the bytes, each with Kafka's error code:
 ``acks`` in {-1, 0, 1} (INVALID_REQUIRED_ACKS, for the whole request); the partition exists
-(UNKNOWN_TOPIC_OR_PARTITION, unless auto-creation applies); the rules Kafka applies only to
-what a *client* sends (``AppendOrigin.CLIENT``), each INVALID_RECORD: exactly one v2 batch per
+(UNKNOWN_TOPIC_OR_PARTITION: Produce never creates a topic -- as in Kafka, only a Metadata
+request may, so a topic name corrupted on the way cannot leave a stray topic on disk); the
+rules Kafka applies only to what a *client* sends (``AppendOrigin.CLIENT``), each INVALID_RECORD: exactly one v2 batch per
 partition, no control batch (markers are the transaction coordinator's), and no producer id
 without a base sequence; zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). The log
 itself checks CRCs (CORRUPT_MESSAGE), sizes (MESSAGE_TOO_LARGE), record counts and, on
@@ -19,7 +20,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.handlers.fetch import on_partition_appended
-from kafkalab.broker.handlers.metadata import auto_create_topic
 from kafkalab.broker.request import NO_RESPONSE, Request
 from kafkalab.broker.topics import TopicError
 from kafkalab.errors import ErrorCode, KafkaError
@@ -82,9 +82,6 @@ def _append(broker: Broker, topic: str, partition: int, records: bytes | memoryv
 
 def _log_for_produce(broker: Broker, topic: str, partition: int) -> PartitionLog:
     log = broker.topics.log(topic, partition)
-    if log is None and broker.topics.get(topic) is None and broker.settings.auto_create_topics_enable:
-        auto_create_topic(broker, topic)
-        log = broker.topics.log(topic, partition)
     if log is None:
         raise TopicError(
             f"This server does not host this topic-partition: {topic}-{partition}",
