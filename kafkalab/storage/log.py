@@ -199,6 +199,7 @@ class Log:
         )
         now_ms = self.clock.milliseconds()
         append_time_ms = now_ms if config.log_append_time else None
+        log_append.check_timestamp_types(headers, log_append_time=config.log_append_time)
         log_append.check_records(
             records, headers, now_ms=now_ms, keys_required=config.compacted,
             timestamp_bounds_ms=None if append_time_ms is not None else
@@ -322,21 +323,42 @@ class Log:
         return FetchDataInfo(offset, (file_slice,))
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
-        """ListOffsets: the first offset whose batch max timestamp is >= ``timestamp_ms``,
-        with -2 (earliest), -1 (latest) and -3 (max timestamp) handled as Kafka does."""
+        """ListOffsets: the first record whose timestamp is >= ``timestamp_ms``, with -2
+        (earliest), -1 (latest) and -3 (the record with the largest timestamp) as Kafka does."""
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return TimestampAndOffset(-1, self.log_start_offset, self._epoch_for(self.log_start_offset))
         if timestamp_ms == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, self._next_offset, self.leader_epoch_cache.latest_epoch)
         if timestamp_ms == MAX_TIMESTAMP:
-            best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
-            return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
+            return self._record_with_max_timestamp()
         for segment in self._segments:
             if segment.max_timestamp_so_far >= timestamp_ms:
                 entry = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
                 if entry is not None:
                     return self._first_record_at_or_after(segment, entry, timestamp_ms)
         return None
+
+    def _record_with_max_timestamp(self) -> TimestampAndOffset | None:
+        """KIP-734: the first record carrying the largest timestamp in the log, found as Kafka's
+        ``UnifiedLog.fetchOffsetByTimestamp`` finds it. A segment remembers only the batch that
+        holds its largest timestamp (that batch's last offset), so the batch is decoded to find
+        the record. Worked example: one batch at offsets 0..2 with timestamps 10, 30, 20
+        answers (30, 1), not the batch's last offset 2; in a LogAppendTime batch every record
+        carries the batch's stamp, so the answer is the batch's first offset."""
+        segment = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+        max_timestamp = segment.max_timestamp_so_far
+        entry = segment.translate_offset(segment.offset_of_max_timestamp_so_far)
+        if max_timestamp == log_append.NO_TIMESTAMP or entry is None:
+            return None
+        data = FileSlice(segment.log_path, entry.position, entry.size_bytes).read_bytes()
+        header = read_header(data, 0)
+        if header.magic == 0:
+            return None  # magic 0 has no timestamps
+        for record in decode_batch(data, header).records:
+            if record.timestamp == max_timestamp:
+                epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
+                return TimestampAndOffset(max_timestamp, record.offset, epoch)
+        return None  # only if the header's max timestamp disagrees with its records
 
     def _first_record_at_or_after(
         self, segment: LogSegment, entry: EntryPosition, timestamp_ms: int

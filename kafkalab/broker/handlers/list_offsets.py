@@ -1,8 +1,11 @@
-"""ListOffsets: earliest (-2), latest (-1) or the first offset at or after a timestamp.
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at or after a
+timestamp.
 
 "Latest" is the high watermark for consumers (the last stable offset under read_committed,
-which equals it while kafkalab has no transactions). A timestamp later than every record
-answers offset -1 and timestamp -1, as Kafka does.
+which equals it while kafkalab has no transactions). "Max timestamp" (KIP-734, v7+) is the
+first record carrying the partition's largest timestamp, not the end of its batch (see
+:meth:`Log.offset_for_timestamp`). A timestamp later than every record, or a record at or above
+the high watermark, answers offset -1 and timestamp -1, as Kafka does.
 """
 
 from __future__ import annotations
