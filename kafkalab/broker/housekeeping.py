@@ -32,7 +32,8 @@ finds the old segment's newest record older than 1 000 ms, renames its files ``.
 schedules their removal ``file.delete.delay.ms`` later on the same timer.
 
 A task whose work fails with a storage or OS error records the error and stays scheduled (Kafka's
-scheduler logs and carries on), so one bad disk write does not stop retention for good.
+scheduler logs and carries on), so one bad disk write does not stop retention for good; a typed
+error also goes to ``on_error``, through which the broker takes a failed log directory offline.
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ class PeriodicTask:
     """
 
     def __init__(self, scheduler: Scheduler, name: str, interval_ms: int, work: Callable[[], object],
-                 errors: list[str]) -> None:
+                 errors: list[str], on_error: Callable[[KafkaError], None] | None = None) -> None:
         self.name = name
+        self._on_error = on_error
         self.interval_ms = interval_ms
         self.runs = 0
         self._scheduler = scheduler
@@ -106,6 +108,8 @@ class PeriodicTask:
             self._work()
         except (KafkaError, OSError) as error:
             self._errors[:] = [*self._errors[-(ERRORS_KEPT - 1):], f"{self.name}: {error}"]
+            if isinstance(error, KafkaError) and self._on_error is not None:
+                self._on_error(error)  # a failed log directory goes offline
 
     def stop(self) -> None:
         self._stopped = True
@@ -129,7 +133,7 @@ class Housekeeping:
     """The broker's periodic tasks. Not thread-safe; owned by the broker."""
 
     def __init__(self, scheduler: Scheduler, store: HousekeepingStore, intervals: HousekeepingIntervals,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], on_error: Callable[[KafkaError], None] | None = None) -> None:
         self.errors: list[str] = []
         self.retention_deleted_segments = 0
         self._now_ms = now_ms
@@ -144,7 +148,7 @@ class Housekeeping:
             "highwatermark-checkpoint": (intervals.high_watermark_checkpoint_ms, store.checkpoint_high_watermarks),
         }
         self.tasks = {
-            name: PeriodicTask(scheduler, name, interval_ms, work, self.errors)
+            name: PeriodicTask(scheduler, name, interval_ms, work, self.errors, on_error)
             for name, (interval_ms, work) in wanted.items()
             if 1 <= interval_ms <= DELAY_MS_MAX
         }

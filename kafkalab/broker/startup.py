@@ -68,5 +68,6 @@ def open_broker(
     log_store = StorageLogStore(data_dir, clock, config_store, rng, scheduler=scheduler)
     broker = Broker(settings, log_store, config_store, rng, timer)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
-    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds)
+    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds,
+                                       on_error=broker.on_storage_error)
     return broker

@@ -45,6 +45,7 @@ from kafkalab.storage import log_append
 from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.log_dir_failure import offline_on_io_error
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
 
 EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
@@ -183,6 +184,7 @@ class Log:
 
     # -- appending ----------------------------------------------------------------------------
 
+    @offline_on_io_error("Error while appending records")
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False
     ) -> LogAppendInfo:
@@ -216,6 +218,7 @@ class Log:
         self._append(buf, headers, info, now_ms)
         return info
 
+    @offline_on_io_error("Error while appending replicated records")
     def append_as_follower(self, records: bytes | bytearray) -> LogAppendInfo:
         """Append batches whose offsets the leader already assigned (replication)."""
         headers = log_append.analyze(records, max_message_bytes=2**31 - 1, as_leader=False)
@@ -256,6 +259,7 @@ class Log:
             return segment
         return self.roll(reason, expected_next_offset=info.first_offset)
 
+    @offline_on_io_error("Error while rolling log segment")
     def roll(self, reason: str = "manual", expected_next_offset: int | None = None) -> LogSegment:
         """Close the active segment for writes and start a new one at the LEO (or later)."""
         new_offset = max(expected_next_offset or 0, self._next_offset)
@@ -306,6 +310,7 @@ class Log:
                 return segment, entry
         return None
 
+    @offline_on_io_error("Error while reading")
     def read(
         self, offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
     ) -> FetchDataInfo:
@@ -322,6 +327,7 @@ class Log:
             return FetchDataInfo(offset)
         return FetchDataInfo(offset, (file_slice,))
 
+    @offline_on_io_error("Error while fetching offset by timestamp")
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
         """ListOffsets: the first record whose timestamp is >= ``timestamp_ms``, with -2
         (earliest), -1 (latest) and -3 (the record with the largest timestamp) as Kafka does."""
@@ -397,6 +403,7 @@ class Log:
 
     # -- durability ---------------------------------------------------------------------------
 
+    @offline_on_io_error("Error while flushing log")
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync every segment holding offsets below ``up_to_offset`` (default: the LEO) and
         move the recovery point there."""
@@ -434,6 +441,13 @@ class Log:
         self.leader_epoch_cache.maybe_write()
         for segment in self._segments:
             segment.close()
+        self.closed = True
+
+    def close_handlers(self) -> None:
+        """Release every file and write nothing: the directory has failed (Kafka's
+        ``closeHandlers`` for a log in an offline directory)."""
+        for segment in self._segments:
+            segment.close_handlers()
         self.closed = True
 
     # -- truncation and log start -------------------------------------------------------------
@@ -496,6 +510,7 @@ class Log:
 
     # -- deleting and replacing segments ------------------------------------------------------
 
+    @offline_on_io_error("Error while deleting segments")
     def delete_segments(self, segments: Iterable[LogSegment], reason: str) -> int:
         """Remove segments Kafka's way: out of the map, renamed ``.deleted``, files deleted
         after ``file.delete.delay.ms``. Deleting the active segment rolls a new one first.

@@ -40,6 +40,10 @@ def _one(broker: Broker, topic: str, partition: int, timestamp_ms: int) -> Any:
     log = broker.topics.log(topic, partition)
     if log is None:
         return _P(partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    try:
+        broker.check_online(log)
+    except KafkaError as error:
+        return _P(partition_index=partition, error_code=error.error_code)
     if timestamp_ms == EARLIEST_TIMESTAMP:
         return _P(partition_index=partition, error_code=0, timestamp=-1, offset=log.log_start_offset, leader_epoch=0)
     if timestamp_ms == LATEST_TIMESTAMP:
@@ -47,6 +51,7 @@ def _one(broker: Broker, topic: str, partition: int, timestamp_ms: int) -> Any:
     try:
         found = log.offset_for_timestamp(timestamp_ms)
     except KafkaError as error:
+        broker.on_storage_error(error)
         return _P(partition_index=partition, error_code=error.error_code)
     if found is None or found.offset >= log.high_watermark:
         return _P(partition_index=partition, error_code=0, timestamp=-1, offset=-1)

@@ -8,8 +8,8 @@ rules Kafka applies only to what a *client* sends (``AppendOrigin.CLIENT``), eac
 partition, no control batch (markers are the transaction coordinator's), and no producer id
 without a base sequence; zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). The log
 itself checks CRCs (CORRUPT_MESSAGE), sizes (MESSAGE_TOO_LARGE), record counts and, on
-compacted topics, keys. After each append the parked fetches watching that partition are
-re-checked.
+compacted topics, keys; a partition in an offline log directory answers KAFKA_STORAGE_ERROR.
+After each append the parked fetches watching that partition are re-checked.
 
 With ``acks=0`` there is no response; if any partition failed, the connection is closed so the
 producer learns something went wrong (Kafka's ``closeConnection`` for acks=0 errors).
@@ -72,6 +72,7 @@ def _append(broker: Broker, topic: str, partition: int, records: bytes | memoryv
         assert records is not None
         info = log.append_as_leader(records, LEADER_EPOCH, in_place=True)  # the frame is ours
     except KafkaError as error:
+        broker.on_storage_error(error)
         return _P(index=partition, error_code=error.error_code, error_message=str(error))
     on_partition_appended(broker, topic, partition)
     return _P(
@@ -87,6 +88,7 @@ def _log_for_produce(broker: Broker, topic: str, partition: int) -> PartitionLog
             f"This server does not host this topic-partition: {topic}-{partition}",
             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         )
+    broker.check_online(log)
     return log
 
 
