@@ -67,3 +67,16 @@ def test_storage_turns_an_os_error_into_a_typed_log_dir_failure(tmp_path):
     assert caught.value.log_dir == str(tmp_path) and caught.value.error_code == 56
     assert isinstance(caught.value.__cause__.__cause__, FileNotFoundError)  # via the segment
     log.close_handlers()
+
+
+def test_a_failed_periodic_checkpoint_takes_the_directory_offline(tmp_path):
+    harness = Harness(tmp_path / "data", properties={"replica.high.watermark.checkpoint.interval.ms": "1000"})
+    try:
+        harness.create_topic("a")
+        shutil.rmtree(harness.data_dir)
+        harness.advance(1000)
+        assert harness.broker.log_dir_failures.all_offline
+        assert "highwatermark-checkpoint" in harness.broker.housekeeping.errors[0]
+        assert harness.produce("a", 0, batch([b"x"])).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    finally:
+        harness.close()
