@@ -10,8 +10,10 @@ LAB_PORT ?= 8888
 PYTEST_ARGS ?=
 # Parallel test workers (pytest-xdist); each test file or notebook stays on one worker.
 JOBS ?= 2
+# Extra pytest arguments for `make campaign`, e.g. CAMPAIGN_ARGS="-k crash --count 5".
+CAMPAIGN_ARGS ?=
 
-.PHONY: setup lab test test-fast bench typecheck clean
+.PHONY: setup lab test test-fast campaign bench typecheck clean
 
 setup: $(STAMP)
 
@@ -36,6 +38,13 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest tests -m "not slow and not interop and not browser and not spark" $(PYTEST_ARGS)
+
+# Long fault campaigns: for now the tests marked slow (crash campaigns, large fuzz runs).
+# pytest exits 5 when nothing is selected; that is reported, not treated as a failure.
+campaign: $(STAMP)
+	@status=0; $(PY) -m pytest tests -m slow $(CAMPAIGN_ARGS) || status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make campaign: no test matched (none is marked slow yet?)"; \
+	else exit $$status; fi
 
 bench: $(STAMP)
 	$(PY) -m kafkalab.bench $(BENCH_ARGS)

@@ -211,6 +211,16 @@ class CorruptIndexError(StorageError):
     """An index file that fails Kafka's sanity checks (mirrors ``CorruptIndexException``)."""
 
 
+class LogDirFailureError(StorageError):
+    """An I/O error in a log directory, which takes the whole directory offline (Kafka's
+    ``KafkaStorageException`` raised after ``LogDirFailureChannel.maybeAddOfflineLogDir``).
+    ``log_dir`` is the directory's path as the log manager knows it."""
+
+    def __init__(self, message: str, *, log_dir: str) -> None:
+        super().__init__(message)
+        self.log_dir = log_dir
+
+
 class OffsetOutOfRangeError(KafkaError):
     """A fetch or lookup for an offset outside [log start offset, log end offset]."""
 

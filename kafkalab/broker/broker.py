@@ -31,6 +31,12 @@ logs' ``file.delete.delay.ms`` deletions. The adapter calls :meth:`advance_clock
 timer's current time -- every due task runs inside that call -- and :meth:`next_deadline_ms`
 tells it how long it may sleep (see :mod:`kafkalab.timer.driver`). Nothing runs behind the
 adapter's back, so a ManualClock test drives retention exactly like the server does.
+
+A failed disk is Kafka's log-directory failure (:mod:`kafkalab.storage.log_dir_failure`): the
+first I/O error in a log directory takes it offline in :attr:`Broker.log_dir_failures`, and
+from then on Produce, Fetch and ListOffsets answer KAFKA_STORAGE_ERROR (56) for its partitions
+without touching its files (Kafka's ``ReplicaManager.handleLogDirFailure``). Once no directory
+is online, ``log_dir_failures.all_offline`` tells the adapter to stop the process.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
-from kafkalab.broker.log_store import LogStore
+from kafkalab.broker.log_store import LogStore, PartitionLog
 from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
 from kafkalab.broker.settings import BrokerSettings
@@ -54,7 +60,7 @@ from kafkalab.config import DynamicConfigStore
 from kafkalab.config.resolve import broker_value
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
-from kafkalab.errors import KafkaError
+from kafkalab.errors import KafkaError, LogDirFailureError
 from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
 from kafkalab.protocol.header import (
     API_VERSIONS_KEY,
@@ -70,6 +76,7 @@ from kafkalab.protocol.versions import ADVERTISED
 from kafkalab.purgatory import DelayedOperationPurgatory
 from kafkalab.replication.partition import ReplicationSettings
 from kafkalab.replication.replica_manager import ReplicaManager
+from kafkalab.storage.log_dir_failure import LogDirFailureChannel
 from kafkalab.timer import Timer
 
 OUTBOX_MAX = 100_000  # a bug guard: the adapter drains the outbox after every call
@@ -119,6 +126,7 @@ class Broker:
             timer, rng, clock_ms)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
+        self.log_dir_failures = LogDirFailureChannel(log_store.log_dirs)
 
     # --- the adapter's interface --------------------------------------------------------------
 
@@ -151,6 +159,7 @@ class Broker:
         try:
             response = handler(self, request)
         except KafkaError as error:
+            self.on_storage_error(error)
             self._close(request.connection_id, f"request failed: {error}")
             return
         if response is PENDING:
@@ -191,11 +200,29 @@ class Broker:
     def shutdown(self) -> None:
         """Stop the periodic tasks, flush logs and write checkpoints; the broker must not be
         used afterwards. Pending ``.deleted`` files are left for the next start's recovery,
-        which removes them, as Kafka's does."""
+        which removes them, as Kafka's does. Offline directories get nothing written; one that
+        fails now is recorded in :attr:`log_dir_failures` instead of raising."""
         if self.housekeeping is not None:
             self.housekeeping.stop()
-        self.log_store.flush()
-        self.log_store.close()
+        try:
+            self.log_store.close(offline_dirs=set(self.log_dir_failures.offline))
+        except LogDirFailureError as error:
+            self.log_dir_failures.add_offline(error)
+
+    # --- log-directory failure (Kafka's ReplicaManager.handleLogDirFailure) --------------------
+
+    def on_storage_error(self, error: KafkaError) -> None:
+        """Called by whoever caught ``error`` from storage: a log-directory failure takes its
+        directory offline; other errors concern one request only."""
+        if isinstance(error, LogDirFailureError) and self.log_dir_failures.add_offline(error):
+            self.errors_seen = [*self.errors_seen[-9:], f"log dir offline: {error}"]
+
+    def check_online(self, log: PartitionLog) -> None:
+        """Raise KAFKA_STORAGE_ERROR if ``log`` lives in an offline log directory."""
+        log_dir = log.directory.parent
+        if self.log_dir_failures.is_offline(log_dir):
+            raise LogDirFailureError(
+                f"{log.directory.name} is in the offline log directory {log_dir}", log_dir=str(log_dir))
 
     # --- helpers -------------------------------------------------------------------------------
 

@@ -37,7 +37,8 @@ finds the old segment's newest record older than 1 000 ms, renames its files ``.
 schedules their removal ``file.delete.delay.ms`` later on the same timer.
 
 A task whose work fails with a storage or OS error records the error and stays scheduled (Kafka's
-scheduler logs and carries on), so one bad disk write does not stop retention for good.
+scheduler logs and carries on), so one bad disk write does not stop retention for good; a typed
+error also goes to ``on_error``, through which the broker takes a failed log directory offline.
 """
 
 from __future__ import annotations
@@ -102,8 +103,9 @@ class PeriodicTask:
     """
 
     def __init__(self, scheduler: Scheduler, name: str, interval_ms: int, work: Callable[[], object],
-                 errors: list[str]) -> None:
+                 errors: list[str], on_error: Callable[[KafkaError], None] | None = None) -> None:
         self.name = name
+        self._on_error = on_error
         self.interval_ms = interval_ms
         self.runs = 0
         self._scheduler = scheduler
@@ -122,6 +124,8 @@ class PeriodicTask:
             self._work()
         except (KafkaError, OSError) as error:
             self._errors[:] = [*self._errors[-(ERRORS_KEPT - 1):], f"{self.name}: {error}"]
+            if isinstance(error, KafkaError) and self._on_error is not None:
+                self._on_error(error)  # a failed log directory goes offline
 
     def stop(self) -> None:
         self._stopped = True
@@ -146,7 +150,7 @@ class Housekeeping:
 
     def __init__(self, scheduler: Scheduler, store: HousekeepingStore, intervals: HousekeepingIntervals,
                  now_ms: Callable[[], int], producer_id_expiration_ms: Callable[[], int] = lambda: 86_400_000,
-                 ) -> None:
+                 on_error: Callable[[KafkaError], None] | None = None) -> None:
         self.errors: list[str] = []
         self.retention_deleted_segments = 0
         self._now_ms = now_ms
@@ -165,7 +169,7 @@ class Housekeeping:
             "PeriodicProducerExpirationCheck": (intervals.producer_id_expiration_check_ms, self._expire_producers),
         }
         self.tasks = {
-            name: PeriodicTask(scheduler, name, interval_ms, work, self.errors)
+            name: PeriodicTask(scheduler, name, interval_ms, work, self.errors, on_error)
             for name, (interval_ms, work) in wanted.items()
             if 1 <= interval_ms <= DELAY_MS_MAX
         }

@@ -13,7 +13,8 @@ read never returns a batch at or past ``max_offset`` (the high watermark for con
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class PartitionLog(Protocol):
 
     log_start_offset: int
     high_watermark: int
+    directory: Path  # inside one of the log store's log_dirs
 
     @property
     def log_end_offset(self) -> int: ...
@@ -74,7 +76,12 @@ class PartitionLog(Protocol):
 
 
 class LogStore(Protocol):
-    """Every partition log of one broker. Not thread-safe; owned by the broker."""
+    """Every partition log of one broker. Not thread-safe; owned by the broker.
+
+    An I/O error in one of ``log_dirs`` raises ``LogDirFailureError`` naming it."""
+
+    @property
+    def log_dirs(self) -> Sequence[Path]: ...
 
     def partitions(self) -> Iterable[tuple[str, int]]: ...
 
@@ -96,4 +103,4 @@ class LogStore(Protocol):
 
     def flush(self) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, offline_dirs: Collection[str] = ()) -> None: ...

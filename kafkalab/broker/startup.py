@@ -69,7 +69,8 @@ def open_broker(
     broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
     expiration_ms = dynamic_broker_int(config_store.layers, str(settings.node_id), "producer.id.expiration.ms")
-    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds, expiration_ms)
+    broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds, expiration_ms,
+                                       on_error=broker.on_storage_error)
     coordinator = broker.group_coordinator
     coordinator.load(clock.milliseconds())
     expiry_ms = broker_value(config_store.layers(), str(settings.node_id), "offsets.retention.check.interval.ms")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 from kafkalab.clock import Clock
@@ -33,6 +33,7 @@ from kafkalab.config import DynamicConfigStore
 from kafkalab.config.store import to_log_config
 from kafkalab.storage import Log, checkpoints, partition_metadata
 from kafkalab.storage.log import Scheduler
+from kafkalab.storage.log_dir_failure import io_errors_offline
 from kafkalab.storage.log_manager import LogManager
 
 
@@ -58,6 +59,10 @@ class StorageLogStore:
         )
         for log in self.manager.logs.values():
             config_store.attach_log(log)
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return self.manager.log_dirs
 
     def partitions(self) -> Iterable[tuple[str, int]]:
         return sorted(self.manager.logs)
@@ -126,7 +131,8 @@ class StorageLogStore:
         for log_dir in self.manager.log_dirs:
             offsets = {key: offset_of(log) for key, log in self.manager.logs.items()
                        if log.directory.parent == log_dir and wanted(log)}
-            checkpoints.write_offsets(log_dir / file_name, offsets)
+            with io_errors_offline(log_dir, f"Error while writing {file_name}"):
+                checkpoints.write_offsets(log_dir / file_name, offsets)
 
     # --- shutdown ------------------------------------------------------------------------------
 
@@ -135,6 +141,7 @@ class StorageLogStore:
             log.flush()
         self.manager.checkpoint()
 
-    def close(self) -> None:
-        """Flush, checkpoint, release every file and leave the clean-shutdown marker."""
-        self.manager.shutdown()
+    def close(self, offline_dirs: Collection[str] = ()) -> None:
+        """Flush, checkpoint, release every file and leave the clean-shutdown marker, writing
+        nothing to a directory in ``offline_dirs``."""
+        self.manager.shutdown(offline_dirs)

@@ -24,6 +24,12 @@ asleep, which saves two loop iterations per request.
 Shutdown (SIGTERM, SIGINT or :meth:`KafkaServer.stop`) stops accepting, closes every connection,
 then flushes every log and writes the checkpoints and the clean-shutdown marker, so a restart
 on the same data directory serves everything that was acknowledged.
+
+A broker whose every log directory has failed (deleted, unwritable: see
+:mod:`kafkalab.storage.log_dir_failure`) can serve nothing, so the server stops itself and
+:attr:`KafkaServer.failure` says why (Kafka's "Shutdown broker because all log dirs in ... have
+failed"); a directory that fails during the shutdown itself is reported the same way. The
+caller owning the process turns that into a non-zero exit status (``kafkalab server-start``).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from kafkalab.broker.request import Outgoing
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker, static_properties
 from kafkalab.clock import Clock, SystemClock
-from kafkalab.errors import ConfigError
+from kafkalab.errors import ConfigError, KafkaError
 from kafkalab.protocol.framing import FRAME_BYTES_MAX
 from kafkalab.server.connection import Connection
 from kafkalab.timer import TimerDriver
@@ -86,6 +92,9 @@ class KafkaServer:
         self._stopped = asyncio.Event()
         self._server: asyncio.base_events.Server | None = None
         self._timer: asyncio.Task[None] | None = None
+        self._stop_task: asyncio.Task[None] | None = None
+        self.stopping = asyncio.Event()  # set when a shutdown begins, for whoever owns the process
+        self.failure: str | None = None  # why the server stopped itself, if it did
         self.broker: Broker | None = None
 
     async def start(self) -> tuple[str, int]:
@@ -136,6 +145,7 @@ class KafkaServer:
             connection.deliver(Outgoing(connection_id, None, close=True, reason="internal error"))
             return
         self._deliver_all()
+        self._stop_if_no_log_dir_left()
         # Wake the timer task only if this request queued a task due before the timer task's
         # sleep ends (a parked fetch with a short max_wait_ms). Waking it after every request
         # cost two extra loop iterations per request, which a produce stream felt.
@@ -165,6 +175,7 @@ class KafkaServer:
                 for error in broker.housekeeping.errors:
                     log.warning("periodic task failed: %s", error)
                 broker.housekeeping.errors.clear()
+            self._stop_if_no_log_dir_left()
             self._wake.clear()
             wait_ms = driver.wait_ms(now_ms)
             self._timer_wakes_at_ms = now_ms + wait_ms
@@ -174,11 +185,25 @@ class KafkaServer:
             except TimeoutError:
                 pass
 
+    def _stop_if_no_log_dir_left(self) -> None:
+        """With every log directory offline nothing can be served: stop, as Kafka halts."""
+        broker = self.broker
+        if broker is None or self.stopping.is_set() or not broker.log_dir_failures.all_offline:
+            return
+        self.failure = broker.log_dir_failures.shutdown_message()
+        log.error("%s", self.failure)
+        self._stop_task = asyncio.ensure_future(self.stop())
+
     async def serve_until_stopped(self) -> None:
         await self._stopped.wait()
 
     async def stop(self) -> None:
-        """Stop accepting, drop every connection, flush and checkpoint every log."""
+        """Stop accepting, drop every connection, flush and checkpoint every log. A second call
+        while the first runs only waits for it."""
+        if self.stopping.is_set():
+            await self._stopped.wait()
+            return
+        self.stopping.set()
         if self._server is not None:
             self._server.close()
         if self._timer is not None:
@@ -188,7 +213,19 @@ class KafkaServer:
         await asyncio.sleep(0)  # let the transports report connection_lost
         if self._server is not None:
             await self._server.wait_closed()
-        if self.broker is not None:
-            self.broker.shutdown()
+        try:
+            if self.broker is not None:
+                self._shut_down_broker(self.broker)
+        finally:
             self.broker = None
-        self._stopped.set()
+            self._stopped.set()
+
+    def _shut_down_broker(self, broker: Broker) -> None:
+        try:
+            broker.shutdown()
+        except (KafkaError, OSError) as error:  # the process must end even if a write fails
+            log.exception("the broker's shutdown failed")
+            self.failure = self.failure or f"shutdown failed: {error}"
+        if broker.log_dir_failures.all_offline and self.failure is None:
+            self.failure = broker.log_dir_failures.shutdown_message()
+            log.error("%s", self.failure)

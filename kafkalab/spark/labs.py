@@ -29,10 +29,16 @@ and explains the difference instead of failing with a bare ``AssertionError``.
   Worked example: segments of 400, 400 and 300 bytes (the last one active) with
   ``retention.bytes = 600``: the log holds 1100 bytes, 500 too many; deleting the first segment
   leaves 700 >= 600, deleting the second too would leave 300 < 600, so one segment goes.
+* :func:`scratch_dir` gives a lab a fresh directory in the system temp directory for the logs it
+  generates; the lab's last cell calls :func:`remove_scratch_dirs`, and a kernel that exits
+  before reaching it removes them at exit, so no ``lab01-*`` directory outlives its lab.
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +48,28 @@ import numpy as np
 
 from kafkalab.partitioner import partitions_for_keys
 from kafkalab.spark.planning import list_segments, read_offset_index
+from kafkalab.spark.session import remove_scratch_dir
 
 RELATIVE_TOLERANCE_DEFAULT = 0.0
+_scratch_dirs: list[Path] = []  # this kernel's lab directories, oldest first
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new, empty directory named ``<prefix>XXXXXXXX`` in the system temp directory, removed by
+    :func:`remove_scratch_dirs` or, failing that, when the Python process exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    if not _scratch_dirs:
+        atexit.register(remove_scratch_dirs)
+    _scratch_dirs.append(path)
+    return path
+
+
+def remove_scratch_dirs() -> None:
+    """Delete every directory :func:`scratch_dir` made in this process, and the Spark JVM's
+    temporary files (a lab's last cell, after ``spark.stop()``)."""
+    while _scratch_dirs:
+        shutil.rmtree(_scratch_dirs.pop(), ignore_errors=True)
+    remove_scratch_dir()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,11 @@ spark-notes):
 * driver host and bind address 127.0.0.1 (``SPARK_LOCAL_IP`` too), UI and progress bars off,
   log level ERROR, ``spark.sql.shuffle.partitions`` 4;
 * on Spark >= 4.1 ``spark.sql.python.filterPushdown.enabled=true``, and :func:`register`
-  registers the pushdown-capable source only when that setting is on.
+  registers the pushdown-capable source only when that setting is on;
+* the driver JVM's ``java.io.tmpdir`` and ``spark.local.dir`` point into one ``kafkalab-spark-*``
+  directory, removed by :func:`remove_scratch_dir` (a lab's last cell, after ``spark.stop()``)
+  or when Python exits: a kernel killed before the JVM could clean up (as nbval stops it) used
+  to leave ``spark-*``, ``blockmgr-*`` and ``artifacts-*`` directories in /tmp.
 
 Worked example: ``spark = kafkalab.spark.session()`` on a 2-core machine starts ``local[2]`` in
 ~5 s; ``spark.read.format("kafkalog").load(data_dir).count()`` then counts records.
@@ -21,8 +25,11 @@ Worked example: ``spark = kafkalab.spark.session()`` on a 2-core machine starts 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from typing import TYPE_CHECKING
 
 from kafkalab.spark.java import find_java
@@ -35,6 +42,24 @@ SHUFFLE_PARTITIONS = 4  # 200 by default; tiny lab data sets drown in task overh
 DRIVER_MEMORY_DEFAULT = "2g"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 PUSHDOWN_SINCE = (4, 1)
+
+
+_scratch: list[str] = []  # the one scratch directory of this process, once made
+
+
+def scratch_dir() -> str:
+    """This process's directory for the JVM's temporary files, removed at exit."""
+    if not _scratch:
+        _scratch.append(tempfile.mkdtemp(prefix="kafkalab-spark-"))
+        atexit.register(remove_scratch_dir)
+    return _scratch[0]
+
+
+def remove_scratch_dir() -> None:
+    """Delete the JVM's temporary files; call after ``spark.stop()``, as a session that
+    starts afterwards gets a new directory only in a new process."""
+    while _scratch:
+        shutil.rmtree(_scratch.pop(), ignore_errors=True)
 
 
 def spark_version() -> tuple[int, int]:
@@ -71,6 +96,8 @@ def session(
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch_dir()}")
+        .config("spark.local.dir", scratch_dir())
     )
     if spark_version() >= PUSHDOWN_SINCE:
         builder = builder.config(PUSHDOWN_CONF, "true")

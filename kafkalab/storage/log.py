@@ -53,6 +53,7 @@ from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info, has_producer_ids
 from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
+from kafkalab.storage.log_dir_failure import offline_on_io_error
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
 
 EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
@@ -192,6 +193,7 @@ class Log:
 
     # -- appending ----------------------------------------------------------------------------
 
+    @offline_on_io_error("Error while appending records")
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False
     ) -> LogAppendInfo:
@@ -208,6 +210,7 @@ class Log:
         )
         now_ms = self.clock.milliseconds()
         append_time_ms = now_ms if config.log_append_time else None
+        log_append.check_timestamp_types(headers, log_append_time=config.log_append_time)
         log_append.check_records(
             records, headers, now_ms=now_ms, keys_required=config.compacted,
             timestamp_bounds_ms=None if append_time_ms is not None else
@@ -231,6 +234,7 @@ class Log:
             self.producer_state.commit(producers)
         return info
 
+    @offline_on_io_error("Error while appending replicated records")
     def append_as_follower(self, records: bytes | bytearray) -> LogAppendInfo:
         """Append batches whose offsets the leader already assigned (replication)."""
         headers = log_append.analyze(records, max_message_bytes=2**31 - 1, as_leader=False)
@@ -273,6 +277,7 @@ class Log:
             return segment
         return self.roll(reason, expected_next_offset=info.first_offset)
 
+    @offline_on_io_error("Error while rolling log segment")
     def roll(self, reason: str = "manual", expected_next_offset: int | None = None) -> LogSegment:
         """Close the active segment for writes and start a new one at the LEO (or later)."""
         new_offset = max(expected_next_offset or 0, self._next_offset)
@@ -325,6 +330,7 @@ class Log:
                 return segment, entry
         return None
 
+    @offline_on_io_error("Error while reading")
     def read(
         self, offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
     ) -> FetchDataInfo:
@@ -341,22 +347,44 @@ class Log:
             return FetchDataInfo(offset)
         return FetchDataInfo(offset, (file_slice,))
 
+    @offline_on_io_error("Error while fetching offset by timestamp")
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
-        """ListOffsets: the first offset whose batch max timestamp is >= ``timestamp_ms``,
-        with -2 (earliest), -1 (latest) and -3 (max timestamp) handled as Kafka does."""
+        """ListOffsets: the first record whose timestamp is >= ``timestamp_ms``, with -2
+        (earliest), -1 (latest) and -3 (the record with the largest timestamp) as Kafka does."""
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return TimestampAndOffset(-1, self.log_start_offset, self._epoch_for(self.log_start_offset))
         if timestamp_ms == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, self._next_offset, self.leader_epoch_cache.latest_epoch)
         if timestamp_ms == MAX_TIMESTAMP:
-            best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
-            return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
+            return self._record_with_max_timestamp()
         for segment in self._segments:
             if segment.max_timestamp_so_far >= timestamp_ms:
                 entry = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
                 if entry is not None:
                     return self._first_record_at_or_after(segment, entry, timestamp_ms)
         return None
+
+    def _record_with_max_timestamp(self) -> TimestampAndOffset | None:
+        """KIP-734: the first record carrying the largest timestamp in the log, found as Kafka's
+        ``UnifiedLog.fetchOffsetByTimestamp`` finds it. A segment remembers only the batch that
+        holds its largest timestamp (that batch's last offset), so the batch is decoded to find
+        the record. Worked example: one batch at offsets 0..2 with timestamps 10, 30, 20
+        answers (30, 1), not the batch's last offset 2; in a LogAppendTime batch every record
+        carries the batch's stamp, so the answer is the batch's first offset."""
+        segment = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+        max_timestamp = segment.max_timestamp_so_far
+        entry = segment.translate_offset(segment.offset_of_max_timestamp_so_far)
+        if max_timestamp == log_append.NO_TIMESTAMP or entry is None:
+            return None
+        data = FileSlice(segment.log_path, entry.position, entry.size_bytes).read_bytes()
+        header = read_header(data, 0)
+        if header.magic == 0:
+            return None  # magic 0 has no timestamps
+        for record in decode_batch(data, header).records:
+            if record.timestamp == max_timestamp:
+                epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
+                return TimestampAndOffset(max_timestamp, record.offset, epoch)
+        return None  # only if the header's max timestamp disagrees with its records
 
     def _first_record_at_or_after(
         self, segment: LogSegment, entry: EntryPosition, timestamp_ms: int
@@ -401,6 +429,7 @@ class Log:
 
     # -- durability ---------------------------------------------------------------------------
 
+    @offline_on_io_error("Error while flushing log")
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync every segment holding offsets below ``up_to_offset`` (default: the LEO) and
         move the recovery point there."""
@@ -439,6 +468,13 @@ class Log:
         self.producer_state.take_snapshot(self._next_offset)  # the next start need not replay
         for segment in self._segments:
             segment.close()
+        self.closed = True
+
+    def close_handlers(self) -> None:
+        """Release every file and write nothing: the directory has failed (Kafka's
+        ``closeHandlers`` for a log in an offline directory)."""
+        for segment in self._segments:
+            segment.close_handlers()
         self.closed = True
 
     # -- truncation and log start -------------------------------------------------------------
@@ -507,6 +543,7 @@ class Log:
 
     # -- deleting and replacing segments ------------------------------------------------------
 
+    @offline_on_io_error("Error while deleting segments")
     def delete_segments(self, segments: Iterable[LogSegment], reason: str) -> int:
         """Remove segments Kafka's way: out of the map, renamed ``.deleted``, files deleted
         after ``file.delete.delay.ms``. Deleting the active segment rolls a new one first.

@@ -23,7 +23,9 @@ offset range disagreeing (``INVALID_RECORD``), magic 0/1 from a client
 (``UNSUPPORTED_FOR_MESSAGE_FORMAT``: Kafka 4 writes magic 2 only, KIP-724), for follower
 appends offsets that do not increase (``INVALID_RECORD``), a CreateTime record outside
 ``[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]``
-(``INVALID_TIMESTAMP``; see :func:`check_records`), and on a compacted topic a record
+(``INVALID_TIMESTAMP``; see :func:`check_records`), a producer's batch claiming LogAppendTime
+where the broker would have to take that claim on trust (``INVALID_TIMESTAMP``; see
+:func:`check_timestamp_types`), and on a compacted topic a record
 without a key (``INVALID_RECORD``: the cleaner keeps the latest record *per key*, so a keyless
 record could never be compacted away). Only that last rule needs the records themselves; the
 others read batch headers. So only compacted topics pay for walking every record, as in Kafka,
@@ -72,6 +74,13 @@ class LogAppendInfo(NamedTuple):
 
     A named tuple rather than a frozen dataclass because one is built per produce request on
     the hottest path of the broker, and a tuple is several times cheaper to build.
+
+    ``offset_of_max_timestamp`` is Kafka's ``shallowOffsetOfMaxTimestamp``: the *last offset of
+    the batch* holding the largest timestamp (the first such batch), -1 when no record has a
+    timestamp, and under LogAppendTime the last offset of the append, compressed or not. Kafka
+    keeps it per batch on every path (KAFKA-16310) because a follower's append and segment
+    recovery read only batch headers; the record itself is found when ListOffsets asks for
+    it (:meth:`Log.offset_for_timestamp` with -3).
     """
 
     first_offset: int
@@ -185,6 +194,27 @@ def check_records(
         _check_timestamps(columns, *bounds)
 
 
+def check_timestamp_types(headers: list[BatchHeader], *, log_append_time: bool) -> None:
+    """Only the broker may set a batch's LogAppendTime bit (attributes bit 3); mirrors the type
+    rule of Kafka's ``LogValidator.validateTimestamp``.
+
+    Every record of a LogAppendTime batch reads the batch's ``maxTimestamp`` as its timestamp.
+    On a LogAppendTime topic the broker overwrites that value, so a producer claiming the type
+    is refused. On a CreateTime topic the claimed value is checked like any CreateTime (and
+    :func:`stamp` clears the bit, as Kafka rewrites the type); only a claim with no timestamp
+    at all (-1) is refused, since the record would then carry none. Worked example: on a
+    CreateTime topic, a batch with attributes 0x0008 and maxTimestamp -1 is INVALID_TIMESTAMP;
+    with maxTimestamp 1700000000000 it is stored as a CreateTime batch.
+    """
+    for header in headers:
+        if header.attributes & TIMESTAMP_TYPE_MASK and (log_append_time or header.max_timestamp == NO_TIMESTAMP):
+            raise InvalidTimestampError(
+                f"Invalid timestamp type in the record batch at byte {header.position} (offsets "
+                f"{header.base_offset}..{header.last_offset}, max timestamp {header.max_timestamp}). "
+                "Producer should not set timestamp type to LogAppendTime."
+            )
+
+
 def _all_below(headers: list[BatchHeader], upper_ms: int) -> bool:
     for header in headers:
         if header.max_timestamp > upper_ms:
@@ -252,24 +282,29 @@ def stamp(
     buf: bytearray | memoryview, headers: list[BatchHeader], log_append_time_ms: int | None
 ) -> list[BatchHeader]:
     """Write each header's base offset and leader epoch into ``buf`` (writable: a copy of the
-    request, or the request frame itself) in place; with ``LogAppendTime`` also the broker's timestamp and a fresh CRC. Returns the
-    headers of ``buf`` as written."""
+    request, or the request frame itself) in place; with ``LogAppendTime`` also the broker's
+    timestamp and a fresh CRC. On a CreateTime topic a batch that claimed LogAppendTime (and
+    passed :func:`check_timestamp_types`) becomes CreateTime, keeping its max timestamp, as
+    Kafka's ``setMaxTimestamp`` does. Returns the headers of ``buf`` as written."""
     for header in headers:
         _BASE_AND_LENGTH_AND_EPOCH.pack_into(
             buf, header.position, header.base_offset, header.size_bytes - LOG_OVERHEAD,
             header.partition_leader_epoch,
         )
     if log_append_time_ms is None:
-        return headers
+        claimed = [h for h in headers if h.attributes & TIMESTAMP_TYPE_MASK]
+        for header in claimed:
+            _restamp(buf, header, header.attributes & ~TIMESTAMP_TYPE_MASK, header.max_timestamp)
+        return [read_header(buf, h.position) for h in headers] if claimed else headers
     for header in headers:
-        _stamp_log_append_time(buf, header, log_append_time_ms)
+        _restamp(buf, header, header.attributes | TIMESTAMP_TYPE_MASK, log_append_time_ms)
     return [read_header(buf, header.position) for header in headers]
 
 
-def _stamp_log_append_time(buf: bytearray | memoryview, header: BatchHeader, now_ms: int) -> None:
+def _restamp(buf: bytearray | memoryview, header: BatchHeader, attributes: int, max_timestamp: int) -> None:
     # Both fields are inside the CRC'd range [21, end): the CRC must be recomputed.
-    _ATTRIBUTES.pack_into(buf, header.position + V2_ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
-    _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_OFFSET, now_ms)
+    _ATTRIBUTES.pack_into(buf, header.position + V2_ATTRIBUTES_OFFSET, attributes)
+    _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_OFFSET, max_timestamp)
     crc = crc32c.crc32c(memoryview(buf)[header.position + V2_ATTRIBUTES_OFFSET : header.end_position])
     _UINT32.pack_into(buf, header.position + V2_CRC_OFFSET, crc)
 
@@ -288,11 +323,13 @@ def summarize(
     headers: list[BatchHeader], log_append_time_ms: int, log_start_offset: int
 ) -> LogAppendInfo:
     first, last = headers[0], headers[-1]
-    max_ts, offset_of_max, records = first.max_timestamp, first.last_offset, 0
+    max_ts, offset_of_max, records = NO_TIMESTAMP, -1, 0
     for header in headers:
         if header.max_timestamp > max_ts:
             max_ts, offset_of_max = header.max_timestamp, header.last_offset
         records += max(header.records_count, 1)  # a legacy wrapper's count is unknown (-1)
+    if log_append_time_ms != NO_TIMESTAMP:
+        offset_of_max = last.last_offset  # every batch carries the same stamp (LogValidator)
     return _new_info(LogAppendInfo, (
         first.base_offset, last.last_offset, max_ts, offset_of_max, log_append_time_ms,
         log_start_offset, last.position + last.size_bytes - first.position, records, len(headers),

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import random
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 
 from kafkalab.clock import Clock
-from kafkalab.errors import ErrorCode, StorageError
+from kafkalab.errors import ErrorCode, LogDirFailureError, StorageError
 from kafkalab.storage import checkpoints, partition_metadata
 from kafkalab.storage.checkpoints import CorruptCheckpointError, TopicPartition
 from kafkalab.storage.log import Log, Scheduler, parse_partition_dir
 from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.log_dir_failure import io_errors_offline
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
@@ -128,9 +130,11 @@ class LogManager:
                 f"cannot create a log for topic {topic!r} partition {partition}",
                 error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
             )
-        directory = self._next_log_dir() / f"{topic}-{partition}"
-        log = Log.open(directory, self.config_for(topic), self.clock, scheduler=self.scheduler, rng=self.rng)
-        partition_metadata.write(directory, topic_id or partition_metadata.random_topic_id(self.rng))
+        log_dir = self._next_log_dir()
+        directory = log_dir / f"{topic}-{partition}"
+        with io_errors_offline(log_dir, f"Error while creating log for {topic}-{partition}"):
+            log = Log.open(directory, self.config_for(topic), self.clock, scheduler=self.scheduler, rng=self.rng)
+            partition_metadata.write(directory, topic_id or partition_metadata.random_topic_id(self.rng))
         self._logs[(topic, partition)] = log
         return log
 
@@ -156,39 +160,64 @@ class LogManager:
 
     # -- checkpoints and shutdown -----------------------------------------------------------
 
-    def checkpoint(self) -> None:
-        """Write the three per-directory checkpoint files."""
+    def checkpoint(self, offline_dirs: Collection[str] = ()) -> None:
+        """Write the three per-directory checkpoint files in every directory still online; an
+        I/O error raises :class:`~kafkalab.errors.LogDirFailureError` for its directory."""
         for log_dir in self.log_dirs:
-            here = {k: log for k, log in self._logs.items() if log.directory.parent == log_dir}
-            checkpoints.write_offsets(
-                log_dir / checkpoints.RECOVERY_POINT_CHECKPOINT,
-                {k: log.recovery_point for k, log in here.items()},
-            )
-            checkpoints.write_offsets(
-                log_dir / checkpoints.LOG_START_OFFSET_CHECKPOINT,
-                {k: log.log_start_offset for k, log in here.items()
-                 if log.log_start_offset > log.segments[0].base_offset},
-            )
-            checkpoints.write_offsets(
-                log_dir / checkpoints.REPLICATION_OFFSET_CHECKPOINT,
-                {k: log.high_watermark for k, log in here.items()},
-            )
+            if str(log_dir) not in offline_dirs:
+                with io_errors_offline(log_dir, "Error while writing checkpoints"):
+                    self._checkpoint_dir(log_dir)
+
+    def _checkpoint_dir(self, log_dir: Path) -> None:
+        here = {k: log for k, log in self._logs.items() if log.directory.parent == log_dir}
+        checkpoints.write_offsets(
+            log_dir / checkpoints.RECOVERY_POINT_CHECKPOINT,
+            {k: log.recovery_point for k, log in here.items()},
+        )
+        checkpoints.write_offsets(
+            log_dir / checkpoints.LOG_START_OFFSET_CHECKPOINT,
+            {k: log.log_start_offset for k, log in here.items()
+             if log.log_start_offset > log.segments[0].base_offset},
+        )
+        checkpoints.write_offsets(
+            log_dir / checkpoints.REPLICATION_OFFSET_CHECKPOINT,
+            {k: log.high_watermark for k, log in here.items()},
+        )
 
     def flush_dirty_logs(self) -> None:
         """The periodic flusher: apply ``flush.ms`` to every log."""
         for log in self._logs.values():
             log.maybe_flush_by_time()
 
-    def shutdown(self) -> None:
-        """Flush and close every log, write checkpoints, then mark the shutdown clean."""
-        for log in self._logs.values():
-            log.flush()
-        self.checkpoint()
-        for log in self._logs.values():
-            log.close()
+    def shutdown(self, offline_dirs: Collection[str] = ()) -> None:
+        """Flush and close every log, write checkpoints, then mark the shutdown clean.
+
+        A directory in ``offline_dirs`` gets nothing written: its logs only release their
+        files, as Kafka's shutdown skips failed directories. An I/O error stops the writes to
+        its directory; every log is still released, then the first such error is raised as a
+        :class:`~kafkalab.errors.LogDirFailureError`."""
+        failures: list[LogDirFailureError] = []
         for log_dir in self.log_dirs:
-            checkpoints.write_atomically(log_dir / CLEAN_SHUTDOWN_FILE, b"")
+            if str(log_dir) not in offline_dirs:
+                try:
+                    with io_errors_offline(log_dir, "Error while shutting down logs"):
+                        self._shut_down_dir(log_dir)
+                except LogDirFailureError as error:
+                    failures.append(error)
+        for log in self._logs.values():
+            log.close_handlers()  # idempotent after close()
         self._logs.clear()
+        if failures:
+            raise failures[0]
+
+    def _shut_down_dir(self, log_dir: Path) -> None:
+        here = [log for log in self._logs.values() if log.directory.parent == log_dir]
+        for log in here:
+            log.flush()
+        self._checkpoint_dir(log_dir)
+        for log in here:
+            log.close()
+        checkpoints.write_atomically(log_dir / CLEAN_SHUTDOWN_FILE, b"")
 
 
 __all__ = ["LogManager", "CLEAN_SHUTDOWN_FILE", "parse_partition_dir"]

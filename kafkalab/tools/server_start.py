@@ -13,6 +13,13 @@ printed on stdout and flushed, for scripts and test fixtures to parse::
 The data directory is ``--data-dir``, else the first entry of ``log.dirs`` (or ``log.dir``),
 else ``./kafkalab-data``. SIGTERM and SIGINT shut down cleanly: logs are flushed and checkpoints
 written, so a restart serves everything acknowledged.
+
+The process always ends. A shutdown that has not finished ``SHUTDOWN_TIMEOUT_S`` after it began
+(a disk that stopped answering), or a second SIGTERM/SIGINT, ends it at once with status 1. If
+every log directory fails (deleted or unwritable under the running server) the server stops
+itself; the exit status is then 1 and the last line on stderr names the directories::
+
+    kafkalab server-start: Shutdown broker because all log dirs in /tmp/kl have failed (...)
 """
 
 from __future__ import annotations
@@ -20,8 +27,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
+import threading
+from types import FrameType
 from pathlib import Path
 
 from kafkalab.broker.settings import parse_listener
@@ -31,6 +41,11 @@ from kafkalab.server import KafkaServer
 
 DEFAULT_DATA_DIR = "kafkalab-data"
 STARTED_LINE = "kafkalab server started on {host}:{port}"
+# A clean shutdown fsyncs what is unflushed and writes three small checkpoint files: well under a
+# second on a working disk. Ten seconds is generous for a slow one yet ends a stuck shutdown
+# before an operator's patience (and systemd's 90 s TimeoutStopSec) runs out.
+SHUTDOWN_TIMEOUT_S = 10.0
+EXIT_FAILURE = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,13 +85,59 @@ def _data_dir(args: argparse.Namespace, properties: dict[str, str]) -> Path:
     return Path(configured.split(",")[0].strip()) if configured else Path(DEFAULT_DATA_DIR)
 
 
+def _halt(reason: str) -> None:
+    """End the process now, without the rest of the shutdown (Kafka's ``Exit.halt``)."""
+    print(f"kafkalab server-start: {reason}; exiting without a clean shutdown", file=sys.stderr, flush=True)
+    os._exit(EXIT_FAILURE)
+
+
+class _ShutdownGuard:
+    """Makes every shutdown end: a watchdog thread halts the process ``SHUTDOWN_TIMEOUT_S``
+    after the shutdown began, and a second signal halts it at once. Owned by ``_serve``."""
+
+    def __init__(self, server: KafkaServer, loop: asyncio.AbstractEventLoop) -> None:
+        self._server = server
+        self._loop = loop
+        self._signals: list[int] = []
+        self._watchdog: threading.Timer | None = None
+        self._stop_tasks: list[asyncio.Future[None]] = []
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # A plain signal handler, not loop.add_signal_handler: it runs even while the event
+        # loop is stuck in a system call, so the watchdog starts whatever the loop is doing.
+        if self._signals:
+            _halt(f"a second signal ({signal.Signals(signum).name}) during shutdown")
+        self._signals.append(signum)
+        self.arm()
+        self._loop.call_soon_threadsafe(self._start_stop)
+
+    def _start_stop(self) -> None:
+        self._stop_tasks.append(asyncio.ensure_future(self._server.stop()))
+
+    def arm(self) -> None:
+        if self._watchdog is None:
+            self._watchdog = threading.Timer(SHUTDOWN_TIMEOUT_S, _halt, args=(
+                f"the shutdown did not finish within SHUTDOWN_TIMEOUT_S={SHUTDOWN_TIMEOUT_S:g} s",))
+            self._watchdog.daemon = True
+            self._watchdog.start()
+
+    def disarm(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+
 async def _serve(server: KafkaServer) -> None:
     host, port = await server.start()
     print(STARTED_LINE.format(host=host, port=port), flush=True)
-    loop = asyncio.get_running_loop()
+    guard = _ShutdownGuard(server, asyncio.get_running_loop())
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, lambda: asyncio.ensure_future(server.stop()))
-    await server.serve_until_stopped()
+        signal.signal(signum, guard.on_signal)
+    await server.stopping.wait()  # a signal, or the server stopping itself (failed log dirs)
+    guard.arm()
+    try:
+        await server.serve_until_stopped()
+    finally:
+        guard.disarm()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,5 +151,8 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_serve(server))
     except (KafkaError, OSError) as error:
         print(f"kafkalab server-start: {error}", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
+    if server.failure is not None:
+        print(f"kafkalab server-start: {server.failure}", file=sys.stderr, flush=True)
+        return EXIT_FAILURE
     return 0

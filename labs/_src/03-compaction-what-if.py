@@ -34,13 +34,11 @@ PARAMS
 # are garbage; 5 % of records are tombstones.
 
 # %%
-import tempfile
-from pathlib import Path
-
+from kafkalab.spark import labs
 from kafkalab.tools.gen_log import GenSpec, generate
 
 START_MS = 1_700_000_000_000
-data_dir = Path(tempfile.mkdtemp(prefix="lab03-"))
+data_dir = labs.scratch_dir("lab03-")  # removed by the last cell
 spec = GenSpec(
     data_dir=str(data_dir), topic="profiles", partitions=2, records=PARAMS["records"], keys=PARAMS["keys"],
     key_skew=1.0, value_bytes=100, compression="none", seed=3, start_ms=START_MS, rate=1_000,
@@ -118,7 +116,7 @@ OVERRIDES = {"cleanup.policy": "compact", "segment.bytes": str(PARAMS["segment_b
 SEGMENT_SIZES = [PARAMS["segment_bytes"] * k // 4 for k in (1, 4, 16, 32)]  # the largest exceeds a partition
 what_if = []
 for size in SEGMENT_SIZES:
-    copy_dir = Path(tempfile.mkdtemp(prefix="lab03-size-"))
+    copy_dir = labs.scratch_dir("lab03-size-")
     generate(GenSpec(**{**{f: getattr(spec, f) for f in spec.__slots__}, "data_dir": str(copy_dir),
                         "config": (("segment.bytes", str(size)),)}), show_progress=False)
     copy = spark.read.format("kafkalog").schema("partition int, offset bigint, key binary, segment string")
@@ -268,3 +266,4 @@ labs.check("largest offset gap in partition 0", prediction, max(b - a for a, b i
 
 # %%
 spark.stop()
+labs.remove_scratch_dirs()  # the generated logs leave the temp directory with the lab

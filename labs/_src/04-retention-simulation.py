@@ -36,13 +36,11 @@ PARAMS
 # `SPAN_S / records` seconds per record.
 
 # %%
-import tempfile
-from pathlib import Path
-
+from kafkalab.spark import labs
 from kafkalab.tools.gen_log import GenSpec, generate
 
 START_MS = 1_700_000_000_000
-data_dir = Path(tempfile.mkdtemp(prefix="lab04-"))
+data_dir = labs.scratch_dir("lab04-")  # removed by the last cell
 spec = GenSpec(
     data_dir=str(data_dir), topic="events", partitions=2, records=PARAMS["records"], keys=10_000,
     key_skew=0.0, value_bytes=100, compression="none", seed=4, start_ms=START_MS,
@@ -132,7 +130,7 @@ from kafkalab.storage.retention import delete_old_segments
 
 actual, start_offsets = {}, {}
 for name, (ms, size) in SETTINGS.items():
-    copy = Path(tempfile.mkdtemp(prefix="lab04-copy-")) / "data"
+    copy = labs.scratch_dir("lab04-copy-") / "data"
     shutil.copytree(data_dir, copy)
     for p in sorted(written):
         log = labs.open_partition_log(copy / f"events-{p}", {"retention.ms": str(ms), "retention.bytes": str(size),
@@ -193,3 +191,4 @@ labs.check("log start offset after retention", prediction, start_offsets[("reten
 
 # %%
 spark.stop()
+labs.remove_scratch_dirs()  # the generated logs leave the temp directory with the lab

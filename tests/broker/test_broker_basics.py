@@ -188,15 +188,20 @@ def test_acks_zero_sends_nothing_and_closes_on_error(harness):
     assert len(decode_records(records_of(data))) == 1
 
 
-def test_produce_never_creates_a_topic(harness):
-    # Kafka auto-creates on Metadata only; a bit-flipped topic name in a Produce must not
-    # leave a new topic on disk.
+def test_produce_to_an_unknown_topic_never_creates_it(harness):
+    """Regression: a Produce naming a missing topic (say, a bit-flipped name) used to create it on
+    disk. Kafka creates topics only for Metadata requests; Produce answers UNKNOWN_TOPIC_OR_PARTITION."""
+    assert harness.broker.settings.auto_create_topics_enable
     answer = harness.produce("fresh", 0, batch([b"a"]))
     assert answer.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert harness.broker.topics.get("fresh") is None
+    assert not any(harness.broker.topics.names())
     assert not (harness.data_dir / "fresh-0").exists()
-    metadata = harness.call(3, 9, {"topics": [{"name": "fresh"}], "allow_auto_topic_creation": True})
-    assert metadata.topics[0].error_code == 0
+
+
+def test_metadata_then_produce_creates_the_topic_as_real_producers_do(harness):
+    body = harness.call(3, 12, {"topics": [{"name": "fresh"}], "allow_auto_topic_creation": True})
+    assert body.topics[0].error_code == 0
     assert harness.produce("fresh", 0, batch([b"a"])).error_code == 0
 
 

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import (
     OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaException, Producer, TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from tests.interop.support import (
     CLIENT_TIMEOUT_MS, DEADLINE_S, LOOKUP_INDEX, Rec, assert_records_equal, lookup_target_ms,
@@ -108,6 +108,32 @@ def test_offsets_for_times_inside_a_compressed_batch(bootstrap: str, topic_name:
         assert found.error is None and found.offset == LOOKUP_INDEX
     finally:
         consumer.close()
+
+
+@pytest.mark.timeout(60)
+def test_list_offsets_max_timestamp_names_the_record_not_the_batch_end(bootstrap: str, topic_name: str) -> None:
+    """KIP-734 through librdkafka's ListOffsets v7+: the offset of the record with the largest
+    timestamp, which sits in the middle of its compressed batch."""
+    create_topic(bootstrap, topic_name)
+    records = sample_records()
+    newest = 5
+    latest_ms = records[-1].timestamp_ms + 1
+    records[newest] = Rec(records[newest].key, records[newest].value, records[newest].headers, latest_ms, newest)
+    produce(bootstrap, topic_name, records, "zstd")
+    admin = AdminClient({**COMMON, "bootstrap.servers": bootstrap})
+    partition = TopicPartition(topic_name, 0)
+    futures = admin.list_offsets({partition: OffsetSpec.max_timestamp()},
+                                 request_timeout=CLIENT_TIMEOUT_MS / 1000)
+    found = futures[partition].result(timeout=CLIENT_TIMEOUT_MS / 1000)
+    assert (found.offset, found.timestamp) == (newest, latest_ms)
+
+
+@pytest.mark.timeout(60)
+def test_produce_to_a_new_topic_auto_creates_it_through_metadata(bootstrap: str, topic_name: str) -> None:
+    """librdkafka asks Metadata for an unknown topic before producing; that request creates it
+    (auto.create.topics.enable), since a Produce alone never does."""
+    records = sample_records()
+    assert produce(bootstrap, topic_name, records, "none") == list(range(len(records)))
 
 
 @pytest.mark.timeout(60)

@@ -87,6 +87,14 @@ def test_offsets_for_times_inside_a_compressed_batch(bootstrap: str, topic_name:
 
 
 @pytest.mark.timeout(60)
+def test_produce_to_a_new_topic_auto_creates_it_through_metadata(bootstrap: str, topic_name: str) -> None:
+    """kafka-python asks Metadata for an unknown topic before producing; that request creates
+    it (auto.create.topics.enable), since a Produce alone never does."""
+    records = sample_records()
+    assert produce(bootstrap, topic_name, records, None) == list(range(len(records)))
+
+
+@pytest.mark.timeout(60)
 def test_consume_from_the_middle(bootstrap: str, topic_name: str) -> None:
     create_topic(bootstrap, topic_name)
     records = sample_records()

@@ -29,6 +29,9 @@ def _create_topic(sock: socket.socket, topic: str) -> None:
 
 
 def _produce(sock: socket.socket, topic: str, values: list[bytes], correlation_id: int = 7) -> int:
+    # As a real producer does: Metadata first, which creates the topic (Produce never does).
+    metadata = {"topics": [{"name": topic}], "allow_auto_topic_creation": True}
+    assert call(sock, 3, 12, metadata, correlation_id).topics[0].error_code == 0
     body = {"acks": -1, "timeout_ms": 1000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": batch(values)}]}]}
     response = call(sock, 0, 7, body, correlation_id)

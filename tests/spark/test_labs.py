@@ -90,3 +90,42 @@ def test_first_clean_prediction_worked_example(spark) -> None:  # type: ignore[n
     kept = {(r.partition, r.offset): r.kept for r in labs.first_clean_prediction(df).collect()}
     # partition 1 is all active segment; in partition 0 offset 5 is superseded below 100
     assert kept == {(0, 5): False, (0, 40): True, (0, 41): True, (0, 120): True, (1, 3): True}
+
+
+def test_scratch_dirs_are_removed_by_the_last_cell_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    session = importlib.import_module("kafkalab.spark.session")  # the package exports a session()
+    monkeypatch.setattr(session, "_scratch", [])  # leave a running test session's own directory alone
+    spark_scratch_dir = session.scratch_dir
+    made = [labs.scratch_dir("kafkalab-test-lab-") for _ in range(2)]
+    (made[0] / "orders-0").mkdir()
+    jvm_tmp = Path(spark_scratch_dir())  # where a session's JVM keeps spark-*, blockmgr-* ...
+    assert all(d.is_dir() and d.name.startswith("kafkalab-test-lab-") for d in made) and jvm_tmp.is_dir()
+    labs.remove_scratch_dirs()
+    assert not any(d.exists() for d in [*made, jvm_tmp])
+
+
+def test_scratch_dirs_are_removed_when_the_kernel_exits_first(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = "from kafkalab.spark import labs; print(labs.scratch_dir('kafkalab-test-lab-'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    made = Path(out.stdout.strip())
+    assert made.name.startswith("kafkalab-test-lab-") and not made.exists()
+
+
+def test_every_lab_cleans_up_its_temp_directories() -> None:
+    """Regression: the labs left lab01-* ... lab04-* directories in the system temp directory."""
+    import json
+
+    labs_dir = Path(__file__).resolve().parents[2] / "labs"
+    notebooks = sorted(labs_dir.glob("[0-9][0-9]-*.ipynb"))
+    assert len(notebooks) >= 4
+    for notebook in notebooks:
+        cells = [("".join(c["source"])) for c in json.loads(notebook.read_text())["cells"]
+                 if c["cell_type"] == "code"]
+        assert not any("mkdtemp" in cell for cell in cells), notebook.name
+        if any("scratch_dir(" in cell for cell in cells):
+            assert "labs.remove_scratch_dirs()" in cells[-1], notebook.name

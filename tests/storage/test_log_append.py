@@ -121,6 +121,18 @@ def test_log_append_time_restamps_every_batch_of_a_request(open_log, clock) -> N
         (0, 7_000_000, 1), (2, 7_000_000, 1),
     ]
     assert all(b.validate_crc() for b in stored)
+    # Kafka's shallowOffsetOfMaxTimestamp under LogAppendTime: the last offset of the append.
+    assert info.offset_of_max_timestamp == 4
+
+
+def test_offset_of_max_timestamp_is_the_batch_last_offset_or_none(open_log) -> None:
+    """Kafka's LogAppendInfo keeps the max timestamp's offset per batch (KAFKA-16310): the last
+    offset of the first batch with the largest timestamp; -1 when no record has a timestamp."""
+    log = open_log()
+    info = log.append_as_leader(build_batch(2, timestamp_ms=9) + build_batch(3, timestamp_ms=5), 0)
+    assert (info.max_timestamp, info.offset_of_max_timestamp) == (10, 1)
+    info = log.append_as_leader(build_batch(2, timestamps=[-1, -1]), 0)
+    assert (info.max_timestamp, info.offset_of_max_timestamp) == (-1, -1)
 
 
 def test_offset_index_append_reports_each_broken_rule(tmp_path: Path) -> None:

@@ -97,6 +97,10 @@ def _read_one(
         return _P(partition_index=wanted.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                   high_watermark=-1, records=None), 0
     log = hosted.log
+    try:
+        broker.check_online(log)
+    except KafkaError as error:  # an offline log directory: no offsets to report, as in Kafka
+        return _P(partition_index=wanted.partition, error_code=error.error_code, high_watermark=-1, records=None), 0
     high_watermark = log.high_watermark
     log_start_offset = log.log_start_offset
     try:
@@ -117,6 +121,7 @@ def _read_one(
     try:
         info = log.read(fetch_offset, max(limit, 1), max_offset=max_offset, min_one_message=min_one_message)
     except KafkaError as error:
+        broker.on_storage_error(error)
         return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
     slices = tuple(FileSlice(s.path, s.position, s.size_bytes) for s in info.slices)
     size_bytes = sum(s.size_bytes for s in slices)

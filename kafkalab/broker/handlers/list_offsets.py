@@ -1,8 +1,11 @@
-"""ListOffsets: earliest (-2), latest (-1) or the first offset at or after a timestamp.
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at or after a
+timestamp.
 
 "Latest" is the high watermark for consumers (the last stable offset under read_committed,
-which equals it while kafkalab has no transactions). A timestamp later than every record
-answers offset -1 and timestamp -1, as Kafka does.
+which equals it while kafkalab has no transactions). "Max timestamp" (KIP-734, v7+) is the
+first record carrying the partition's largest timestamp, not the end of its batch (see
+:meth:`Log.offset_for_timestamp`). A timestamp later than every record, or a record at or above
+the high watermark, answers offset -1 and timestamp -1, as Kafka does.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ def _one(broker: Broker, topic: str, partition: int, timestamp_ms: int) -> Any:
     log = broker.topics.log(topic, partition)
     if log is None:
         return _P(partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    try:
+        broker.check_online(log)
+    except KafkaError as error:
+        return _P(partition_index=partition, error_code=error.error_code)
     if timestamp_ms == EARLIEST_TIMESTAMP:
         return _P(partition_index=partition, error_code=0, timestamp=-1, offset=log.log_start_offset, leader_epoch=0)
     if timestamp_ms == LATEST_TIMESTAMP:
@@ -44,6 +51,7 @@ def _one(broker: Broker, topic: str, partition: int, timestamp_ms: int) -> Any:
     try:
         found = log.offset_for_timestamp(timestamp_ms)
     except KafkaError as error:
+        broker.on_storage_error(error)
         return _P(partition_index=partition, error_code=error.error_code)
     if found is None or found.offset >= log.high_watermark:
         return _P(partition_index=partition, error_code=0, timestamp=-1, offset=-1)

@@ -9,7 +9,8 @@ what a *client* sends (``AppendOrigin.CLIENT``), each INVALID_RECORD: exactly on
 partition, no control batch (markers are the transaction coordinator's), and no producer id
 without a base sequence; zstd only from Produce v7 (UNSUPPORTED_COMPRESSION_TYPE). The log
 itself checks CRCs (CORRUPT_MESSAGE), sizes (MESSAGE_TOO_LARGE), record counts and, on
-compacted topics, keys. Idempotent producers' batches are checked by the log too
+compacted topics, keys; a partition in an offline log directory answers KAFKA_STORAGE_ERROR.
+Idempotent producers' batches are checked by the log too
 (:mod:`kafkalab.storage.producer_state`): a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an
 older epoch INVALID_PRODUCER_EPOCH at every Produce version, and a resent batch is answered
 NONE with its original base offset, nothing appended. After each append the parked fetches
@@ -85,10 +86,12 @@ def _append(
         if hosted is None:  # produce never creates a topic; Metadata may (auto.create.topics.enable)
             raise KafkaError(f"This server does not host this topic-partition: {topic}-{index}",
                              error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        broker.check_online(hosted.log)
         _check_batches(records, version)
         assert records is not None
         info = hosted.partition.append_records_to_leader(records, acks, now_ms, in_place=True)  # the frame is ours
     except KafkaError as error:
+        broker.on_storage_error(error)
         # As Kafka's ReplicaManager: no offset (-1), but the log start offset when the log exists.
         start = hosted.log.log_start_offset if hosted is not None else -1
         return _P(index=index, error_code=error.error_code, error_message=str(error), base_offset=-1,
