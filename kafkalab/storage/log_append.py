@@ -50,6 +50,7 @@ from kafkalab.records.header import (
     TIMESTAMP_TYPE_MASK,
     V2_ATTRIBUTES_OFFSET,
     V2_CRC_OFFSET,
+    V2_MAX_TIMESTAMP_OFFSET,
     BatchHeader,
     _new_header,
     read_header,
@@ -63,7 +64,6 @@ _BASE_AND_LENGTH_AND_EPOCH = struct.Struct(">qii")
 _ATTRIBUTES = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
-MAX_TIMESTAMP_OFFSET = 35
 NO_TIMESTAMP = -1
 
 
@@ -269,7 +269,7 @@ def stamp(
 def _stamp_log_append_time(buf: bytearray | memoryview, header: BatchHeader, now_ms: int) -> None:
     # Both fields are inside the CRC'd range [21, end): the CRC must be recomputed.
     _ATTRIBUTES.pack_into(buf, header.position + V2_ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_MASK)
-    _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_OFFSET, now_ms)
+    _INT64.pack_into(buf, header.position + V2_MAX_TIMESTAMP_OFFSET, now_ms)
     crc = crc32c.crc32c(memoryview(buf)[header.position + V2_ATTRIBUTES_OFFSET : header.end_position])
     _UINT32.pack_into(buf, header.position + V2_CRC_OFFSET, crc)
 

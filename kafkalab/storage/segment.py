@@ -37,8 +37,11 @@ from typing import NamedTuple
 from kafkalab.errors import CorruptRecordError, InvalidRecordError, StorageError
 from kafkalab.records.header import (
     LOG_OVERHEAD,
+    LEGACY_TIMESTAMP_OFFSET,
     MAGIC_OFFSET,
     V2_HEADER_SIZE,
+    V2_PREFIX,
+    V2_PREFIX_SIZE,
     BatchHeader,
     iter_headers,
     verify_crc,
@@ -53,10 +56,7 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-# Enough bytes to read any entry's offsets, size and max timestamp: v2 maxTimestamp ends at 43.
-PREFIX_BYTES = 43
-_PREFIX_V2 = struct.Struct(">qi4xb6xi8xq")  # baseOffset, size, magic, lastOffsetDelta, maxTimestamp
-_PREFIX_LEGACY = struct.Struct(">qi")
+_PREFIX_LEGACY = struct.Struct(">qi")  # offset, size: all a v0/v1 entry's position needs
 _INT64 = struct.Struct(">q")
 # A segment file is addressed with int32 positions in the offset index.
 SEGMENT_FILE_BYTES_MAX = 2**31 - 1
@@ -260,13 +260,13 @@ class LogSegment:
             return None
         view = self._view()
         magic = view[position + MAGIC_OFFSET]
-        if magic == 2 and end - position >= PREFIX_BYTES:
-            base_offset, size, _m, delta, max_ts = _PREFIX_V2.unpack_from(view, position)
+        if magic == 2 and end - position >= V2_PREFIX_SIZE:
+            base_offset, size, _m, delta, max_ts = V2_PREFIX.unpack_from(view, position)
             last_offset = base_offset + delta
         else:
             last_offset, size = _PREFIX_LEGACY.unpack_from(view, position)
             base_offset = last_offset
-            max_ts = _INT64.unpack_from(view, position + 18)[0] if magic == 1 and end - position >= 26 else NO_TIMESTAMP
+            max_ts = _INT64.unpack_from(view, position + LEGACY_TIMESTAMP_OFFSET)[0] if magic == 1 and end - position >= LEGACY_TIMESTAMP_OFFSET + 8 else NO_TIMESTAMP
         size_bytes = LOG_OVERHEAD + size
         if size < 0 or magic > 2 or position + size_bytes > end:
             raise CorruptRecordError(
@@ -299,8 +299,8 @@ class LogSegment:
         """
         end = self._size_bytes
         view = self._view() if end else None
-        while end - position >= PREFIX_BYTES and view is not None and view[position + MAGIC_OFFSET] == 2:
-            base_offset, size, _m, delta, max_ts = _PREFIX_V2.unpack_from(view, position)
+        while end - position >= V2_PREFIX_SIZE and view is not None and view[position + MAGIC_OFFSET] == 2:
+            base_offset, size, _m, delta, max_ts = V2_PREFIX.unpack_from(view, position)
             size_bytes = LOG_OVERHEAD + size
             if size < V2_HEADER_SIZE - LOG_OVERHEAD or position + size_bytes > end:
                 break  # let _entry_tuple raise the typed error
