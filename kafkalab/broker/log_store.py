@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from kafkalab.storage.segment import FileSlice
 
 
 class AppendInfo(Protocol):
@@ -26,18 +29,9 @@ class AppendInfo(Protocol):
     def log_start_offset(self) -> int: ...
 
 
-class SliceLike(Protocol):
-    @property
-    def path(self) -> Any: ...
-    @property
-    def position(self) -> int: ...
-    @property
-    def size_bytes(self) -> int: ...
-
-
 class ReadInfo(Protocol):
     @property
-    def slices(self) -> Sequence[SliceLike]: ...
+    def slices(self) -> Sequence[FileSlice]: ...
 
 
 class TimestampOffset(Protocol):

@@ -81,16 +81,35 @@ class EntryPosition(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class FileSlice:
-    """A byte range of a segment file that a server can ``sendfile`` as is."""
+    """``size_bytes`` bytes of a segment file starting at ``position``.
+
+    A log read returns these; the fetch response carries them as record data
+    (:class:`kafkalab.protocol.types.RecordsParts`) and the server ``sendfile``s each range
+    without copying it into memory.
+    """
 
     path: Path
     position: int
     size_bytes: int
 
+    def __post_init__(self) -> None:
+        if self.position < 0 or self.size_bytes < 0:
+            raise ValueError(
+                f"FileSlice needs position >= 0 and size >= 0, got "
+                f"position {self.position}, size {self.size_bytes}"
+            )
+
     def read_bytes(self) -> bytes:
+        """Copy the slice into memory (where sendfile is not available, and in tests)."""
         with open(self.path, "rb") as file:
             file.seek(self.position)
-            return file.read(self.size_bytes)
+            data = file.read(self.size_bytes)
+        if len(data) != self.size_bytes:
+            raise StorageError(
+                f"file slice {self.path} at {self.position} wants {self.size_bytes} bytes, "
+                f"the file gave {len(data)}"
+            )
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,7 +194,7 @@ def test_produce_auto_creates_topic(harness):
 
 
 def test_fetch_response_carries_file_slices_for_sendfile(harness):
-    from kafkalab.protocol.types import FileSlice
+    from kafkalab.storage.segment import FileSlice
 
     harness.create_topic("t")
     harness.produce("t", 0, batch([b"a"]))

@@ -21,7 +21,7 @@ from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
-from kafkalab.protocol.types import FileSlice, RecordsParts
+from kafkalab.protocol.types import RecordsParts
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
@@ -93,7 +93,7 @@ def _read_one(broker: Broker, topic: str, wanted: Any, limit: int, min_one_messa
         info = log.read(fetch_offset, max(limit, 1), max_offset=high_watermark, min_one_message=min_one_message)
     except KafkaError as error:
         return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
-    slices = tuple(FileSlice(s.path, s.position, s.size_bytes) for s in info.slices)
+    slices = tuple(info.slices)  # the storage layer's file slices, sent as they are
     size_bytes = sum(s.size_bytes for s in slices)
     return _partition(wanted, 0, high_watermark, log_start_offset, RecordsParts(slices)), size_bytes
 
