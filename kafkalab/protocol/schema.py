@@ -6,7 +6,7 @@ Kafka describes each request and response once, in a JSON file under
 ``clients/src/main/resources/common/message/``, and generates Java code from it. kafkalab keeps
 the same idea in a compact Python form and interprets it at run time::
 
-    PRODUCE_RESPONSE = message("ProduceResponse", api_key=0, valid="3-9", flexible="9+", fields=[
+    PRODUCE_RESPONSE = message("ProduceResponse", api_key=ApiKey.PRODUCE, valid="3-9", flexible="9+", fields=[
         f("responses", "[]TopicProduceResponse", fields=[
             f("name", "string"),
             f("partition_responses", "[]PartitionProduceResponse", fields=[

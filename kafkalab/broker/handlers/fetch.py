@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
 from kafkalab.protocol.types import RecordsParts
 
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 _R = FETCH_RESPONSE.cls
 _T = _R.FetchableTopicResponse
 _P = _T.PartitionData
-FETCH_API_KEY = 1
 
 
 def handle_fetch(broker: Broker, request: Request) -> Any:
@@ -42,7 +42,7 @@ def handle_fetch(broker: Broker, request: Request) -> Any:
 
     def respond(completed: Any) -> None:
         broker.parked_fetches.pop(connection_id, None)
-        broker.respond(connection_id, FETCH_API_KEY, header.api_version, header.correlation_id, completed)
+        broker.respond(connection_id, ApiKey.FETCH, header.api_version, header.correlation_id, completed)
 
     operation = DelayedFetch(
         connection_id, body.max_wait_ms, body.min_bytes, lambda: read_partitions(broker, body), respond,

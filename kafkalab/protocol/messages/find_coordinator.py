@@ -7,16 +7,17 @@ compression only when a broker advertises FindCoordinator v0 (it treats that as 
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
 FIND_COORDINATOR_REQUEST = message(
-    "FindCoordinatorRequest", api_key=10, valid="0-2", flexible="3+", fields=[
+    "FindCoordinatorRequest", api_key=ApiKey.FIND_COORDINATOR, valid="0-2", flexible="3+", fields=[
         f("key", "string", "0-3"),
         f("key_type", "int8", "1+"),
     ])
 
 FIND_COORDINATOR_RESPONSE = message(
-    "FindCoordinatorResponse", api_key=10, valid="0-2", flexible="3+", fields=[
+    "FindCoordinatorResponse", api_key=ApiKey.FIND_COORDINATOR, valid="0-2", flexible="3+", fields=[
         f("throttle_time_ms", "int32", "1+"),
         f("error_code", "int16", "0-3"),
         f("error_message", "string", "1-3", nullable="1-3"),

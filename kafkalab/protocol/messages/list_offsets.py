@@ -9,12 +9,13 @@ timestamp 1050; timestamp 5000 with offset -1 (no such record).
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 
-LIST_OFFSETS_REQUEST = message("ListOffsetsRequest", api_key=2, valid="1-7", flexible="6+", fields=[
+LIST_OFFSETS_REQUEST = message("ListOffsetsRequest", api_key=ApiKey.LIST_OFFSETS, valid="1-7", flexible="6+", fields=[
     f("replica_id", "int32"),
     f("isolation_level", "int8", "2+"),
     f("topics", "[]ListOffsetsTopic", fields=[
@@ -27,7 +28,7 @@ LIST_OFFSETS_REQUEST = message("ListOffsetsRequest", api_key=2, valid="1-7", fle
     ]),
 ])
 
-LIST_OFFSETS_RESPONSE = message("ListOffsetsResponse", api_key=2, valid="1-7", flexible="6+", fields=[
+LIST_OFFSETS_RESPONSE = message("ListOffsetsResponse", api_key=ApiKey.LIST_OFFSETS, valid="1-7", flexible="6+", fields=[
     f("throttle_time_ms", "int32", "2+"),
     f("topics", "[]ListOffsetsTopicResponse", fields=[
         f("name", "string"),
