@@ -22,8 +22,6 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records import Compression, Record, iter_batches
 from kafkalab.records import build_batch
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
 CONSUMER_REPLICA_ID = -1
 FETCH_MAX_BYTES = 50 * 1024 * 1024  # fetch.max.bytes default
 PARTITION_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default

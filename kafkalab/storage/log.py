@@ -38,6 +38,7 @@ from typing import Protocol
 
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError, OffsetOutOfRangeError, StorageError
+from kafkalab.protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kafkalab.records import decode_batch
 from kafkalab.records.header import BatchHeader, read_header
 from kafkalab.storage import events as ev
@@ -47,9 +48,6 @@ from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
 
-EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
-LATEST_TIMESTAMP = -1  # ListOffsetsRequest.LATEST_TIMESTAMP
-MAX_TIMESTAMP = -3  # ListOffsetsRequest.MAX_TIMESTAMP (KIP-734)
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -323,7 +321,11 @@ class Log:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
         """ListOffsets: the first offset whose batch max timestamp is >= ``timestamp_ms``,
-        with -2 (earliest), -1 (latest) and -3 (max timestamp) handled as Kafka does."""
+        with -2 (earliest), -1 (latest) and -3 (max timestamp) handled as Kafka's log does.
+
+        The log answers "latest" with its log end offset, everything it holds; what a consumer
+        may read ends at the high watermark, and the broker's ListOffsets handler answers a
+        consumer with that instead (as Kafka's ``Partition`` does before asking its log)."""
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return TimestampAndOffset(-1, self.log_start_offset, self._epoch_for(self.log_start_offset))
         if timestamp_ms == LATEST_TIMESTAMP:
