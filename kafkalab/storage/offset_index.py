@@ -42,9 +42,9 @@ class OffsetPosition:
 class OffsetIndex(IndexFile):
     """A segment's ``.index``. Not thread-safe; owned by one :class:`LogSegment`."""
 
-    ENTRY_SIZE: ClassVar[int] = 8
+    ENTRY_SIZE: ClassVar[int] = ENTRY.size  # 8
     ENTRY: ClassVar[struct.Struct] = ENTRY
-    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i4"), ("value", ">i4")])
+    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i4"), ("value", ">i4")])  # the same, for numpy
     KIND: ClassVar[str] = "offset index"
 
     @property

@@ -42,9 +42,9 @@ class TimestampOffset:
 class TimeIndex(IndexFile):
     """A segment's ``.timeindex``. Not thread-safe; owned by one :class:`LogSegment`."""
 
-    ENTRY_SIZE: ClassVar[int] = 12
+    ENTRY_SIZE: ClassVar[int] = ENTRY.size  # 12
     ENTRY: ClassVar[struct.Struct] = ENTRY
-    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i8"), ("value", ">i4")])
+    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i8"), ("value", ">i4")])  # the same, for numpy
     KIND: ClassVar[str] = "time index"
 
     def is_full(self) -> bool:
