@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kafkalab.config.definitions import topic_default
 from kafkalab.errors import TimerError
 from kafkalab.purgatory.operation import DelayedOperation
 
 # Kafka's file.delete.delay.ms (log.segment.delete.delay.ms at broker level) default.
-FILE_DELETE_DELAY_MS_DEFAULT = 60_000
+FILE_DELETE_DELAY_MS_DEFAULT: int = topic_default("file.delete.delay.ms")
 
 
 class DelayedDelete(DelayedOperation):
