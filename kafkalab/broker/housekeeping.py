@@ -45,9 +45,8 @@ from kafkalab.config import ConfigLayers
 from kafkalab.config.definitions import broker_default
 from kafkalab.config.resolve import broker_value
 from kafkalab.errors import KafkaError
-from kafkalab.storage.log import Log
-from kafkalab.storage.retention import INITIAL_TASK_DELAY_MS, delete_old_segments
-from kafkalab.timer.scheduler import Scheduler
+from kafkalab.storage.log import Log, Scheduler
+from kafkalab.storage.retention import delete_old_segments
 from kafkalab.timer.task_list import DELAY_MS_MAX
 
 # Each interval's broker key; the defaults are Kafka's, from kafkalab.config.definitions.
@@ -58,6 +57,7 @@ _KEYS = {
     "log_start_offset_checkpoint_ms": "log.flush.start.offset.checkpoint.interval.ms",
     "high_watermark_checkpoint_ms": "replica.high.watermark.checkpoint.interval.ms",
 }
+INITIAL_TASK_DELAY_MS = 30_000  # Kafka's LogManager.InitialTaskDelayMs before a task's first run
 ERRORS_KEPT = 10  # the last few task failures, for the server to log and tests to inspect
 
 

@@ -55,9 +55,11 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
 class Scheduler(Protocol):
-    """Runs ``fn`` after ``delay_ms`` (kafkalab.timer's scheduler, or a test double)."""
+    """Runs ``callback`` once, ``delay_ms`` from now: the one scheduling seam of the storage
+    layer and the broker's periodic tasks. :class:`kafkalab.timer.Scheduler` implements it on
+    the timing wheel; tests pass doubles."""
 
-    def schedule(self, delay_ms: int, fn: Callable[[], None]) -> object: ...
+    def schedule(self, delay_ms: int, callback: Callable[[], object], *, name: str = "") -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
