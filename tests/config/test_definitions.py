@@ -119,7 +119,6 @@ def test_components_take_kafkas_defaults_from_the_tables():
     from kafkalab.broker.housekeeping import _KEYS as INTERVAL_KEYS, HousekeepingIntervals
     from kafkalab.broker.settings import BrokerSettings
     from kafkalab.config.definitions import BROKER_KEYS, TOPIC_KEYS
-    from kafkalab.purgatory import FILE_DELETE_DELAY_MS_DEFAULT
     from kafkalab.storage.log_config import LogConfig
 
     config = LogConfig()
@@ -133,4 +132,4 @@ def test_components_take_kafkas_defaults_from_the_tables():
     settings = BrokerSettings.from_properties({}, bound_host="localhost", bound_port=9092)
     assert (settings.num_partitions, settings.message_max_bytes, settings.auto_create_topics_enable) == (
         1, 1048588, True)  # Kafka 4.x's num.partitions, message.max.bytes, auto.create.topics.enable
-    assert FILE_DELETE_DELAY_MS_DEFAULT == 60_000  # Kafka's file.delete.delay.ms
+    assert config.file_delete_delay_ms == 60_000  # Kafka's file.delete.delay.ms
