@@ -293,14 +293,12 @@ class Log:
             self._check_offset(offset)
         segments = self._segments
         slot = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
-        traced = bool(self._listeners)
+        listeners = self._listeners
         for position in range(slot, len(segments)):
             segment = segments[position]
-            if traced:
-                ev.emit(self._listeners, ev.LookupStep("segment", offset, segment.base_offset))
-                entry = segment.translate_offset_traced(offset)
-            else:
-                entry = segment.translate_offset(offset)
+            if listeners:
+                ev.emit(listeners, ev.LookupStep("segment", offset, segment.base_offset))
+            entry = segment.translate_offset(offset)  # reports its steps when someone listens
             if entry is not None:
                 return segment, entry
         return None
@@ -335,7 +333,12 @@ class Log:
         if timestamp_ms == MAX_TIMESTAMP:
             best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
             return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
+        listeners = self._listeners
         for segment in self._segments:
+            if listeners:
+                ev.emit(listeners, ev.LookupStep(
+                    "segment", -1, segment.base_offset, timestamp=segment.max_timestamp_so_far,
+                    target_timestamp=timestamp_ms))
             if segment.max_timestamp_so_far >= timestamp_ms:
                 entry = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
                 if entry is not None:

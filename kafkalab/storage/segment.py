@@ -25,6 +25,7 @@ file size, so a corrupt length can never send a scan past the end.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import os
 import struct
@@ -47,6 +48,7 @@ from kafkalab.records.header import (
     verify_crc,
 )
 from kafkalab.storage import events as ev
+from kafkalab.storage import index_search
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex, OffsetPosition
 from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import TransactionIndex
@@ -305,9 +307,33 @@ class LogSegment:
             position += entry.size_bytes
 
     def translate_offset(self, offset: int, start_position: int = 0) -> EntryPosition | None:
-        """The first entry whose last offset is >= ``offset`` (``LogSegment.translateOffset``)."""
-        position = self.offset_index.floor_position(offset)
-        return self.scan_for_offset(offset, max(position, start_position))
+        """The first entry whose last offset is >= ``offset`` (``LogSegment.translateOffset``).
+
+        When the log has listeners, each index probe, the entry found and the scan are
+        reported as :class:`~kafkalab.storage.events.LookupStep` events; otherwise the lookup
+        pays one test for them."""
+        listeners = self.listeners
+        if not listeners:
+            position = self.offset_index.floor_position(offset)
+            return self.scan_for_offset(offset, max(position, start_position))
+
+        step = ev.LookupStep("", offset, self.base_offset)
+        slot = self.offset_index.floor_slot(offset - self.base_offset, self._probe_reporter(step, "offset"))
+        mapping = self.offset_index.floor_entry(slot)
+        ev.emit(listeners, dataclasses.replace(
+            step, kind="index_result", slot=slot, offset=mapping.offset, position=mapping.position))
+        entry = self.scan_for_offset(offset, max(mapping.position, start_position))
+        self._emit_scan(dataclasses.replace(step, kind="scan"), mapping.position, entry)
+        return entry
+
+    def _emit_scan(self, step: ev.LookupStep, start_position: int, entry: EntryPosition | None) -> None:
+        """Report the scan that ended a lookup: the entry found (or none) and the bytes read
+        from the index's position to that entry's end."""
+        scanned = (entry.position + entry.size_bytes if entry else self._size_bytes) - start_position
+        ev.emit(self.listeners, dataclasses.replace(
+            step, offset=entry.last_offset if entry else -1,
+            position=entry.position if entry else -1, bytes_scanned=scanned,
+        ))
 
     def scan_for_offset(self, offset: int, position: int) -> EntryPosition | None:
         """Walk entries from ``position`` to the first whose last offset is >= ``offset``.
@@ -333,26 +359,6 @@ class LogSegment:
             found = self._entry_tuple(found[2] + found[3])
         return None
 
-    def translate_offset_traced(self, offset: int) -> EntryPosition | None:
-        """:meth:`translate_offset` that reports each index probe and the scan as events."""
-        def on_probe(slot: int, key: int, section: str) -> None:
-            ev.emit(self.listeners, ev.LookupStep(
-                "index_probe", offset, self.base_offset, slot=slot,
-                offset=self.base_offset + key, section=section,
-            ))
-        slot, mapping = self.offset_index.lookup_traced(offset, on_probe)
-        ev.emit(self.listeners, ev.LookupStep(
-            "index_result", offset, self.base_offset, slot=slot,
-            offset=mapping.offset, position=mapping.position,
-        ))
-        entry = self.scan_for_offset(offset, mapping.position)
-        scanned = (entry.position + entry.size_bytes if entry else self._size_bytes) - mapping.position
-        ev.emit(self.listeners, ev.LookupStep(
-            "scan", offset, self.base_offset, offset=entry.last_offset if entry else -1,
-            position=entry.position if entry else -1, bytes_scanned=scanned,
-        ))
-        return entry
-
     def read(
         self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool,
         start: EntryPosition | None = None,
@@ -376,13 +382,45 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp_ms: int, starting_offset: int) -> EntryPosition | None:
         """The first batch at/after ``starting_offset`` whose max timestamp is >= the target
-        (``LogSegment.findOffsetByTimestamp``, at batch granularity)."""
-        ts_entry = self.time_index.lookup(timestamp_ms)
-        position = self.offset_index.lookup(max(ts_entry.offset, starting_offset)).position
-        for entry in self.entries_from(position):
+        (``LogSegment.findOffsetByTimestamp``, at batch granularity). With listeners, both
+        index searches and the scan are reported as ``LookupStep`` events (``index="time"``
+        for the time index)."""
+        listeners = self.listeners
+        step = ev.LookupStep("", -1, self.base_offset, target_timestamp=timestamp_ms) if listeners else None
+        time_slot = self.time_index.floor_slot(
+            timestamp_ms, self._probe_reporter(step, "time") if step else None)
+        ts_entry = self.time_index.floor_entry(time_slot)
+        if step:
+            ev.emit(listeners, dataclasses.replace(
+                step, kind="index_result", index="time", slot=time_slot,
+                timestamp=ts_entry.timestamp, offset=ts_entry.offset))
+        start_offset = max(ts_entry.offset, starting_offset)
+        slot = self.offset_index.floor_slot(
+            start_offset - self.base_offset, self._probe_reporter(step, "offset") if step else None)
+        mapping = self.offset_index.floor_entry(slot)
+        if step:
+            ev.emit(listeners, dataclasses.replace(
+                step, kind="index_result", slot=slot, offset=mapping.offset, position=mapping.position))
+        found = None
+        for entry in self.entries_from(mapping.position):
             if entry.max_timestamp >= timestamp_ms and entry.last_offset >= starting_offset:
-                return entry
-        return None
+                found = entry
+                break
+        if step:
+            self._emit_scan(dataclasses.replace(step, kind="scan"), mapping.position, found)
+        return found
+
+    def _probe_reporter(self, step: ev.LookupStep, index: str) -> index_search.ProbeCallback:
+        """An index search's ``on_probe`` that reports each slot read as an ``index_probe``."""
+        def on_probe(slot: int, key: int, section: str) -> None:
+            if index == "time":
+                probe = dataclasses.replace(step, kind="index_probe", index=index, slot=slot,
+                                            timestamp=key, section=section)
+            else:
+                probe = dataclasses.replace(step, kind="index_probe", slot=slot,
+                                            offset=self.base_offset + key, section=section)
+            ev.emit(self.listeners, probe)
+        return on_probe
 
     def read_next_offset(self) -> int:
         """One past the last offset in this segment (base offset when empty)."""

@@ -95,7 +95,10 @@ class TimeIndex(IndexFile):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The largest entry with timestamp <= target, else ``(-1, base_offset)``."""
-        slot = self.floor_slot(target_timestamp)
+        return self.floor_entry(self.floor_slot(target_timestamp))
+
+    def floor_entry(self, slot: int) -> TimestampOffset:
+        """The entry a :meth:`floor_slot` answer names; slot -1 means ``(-1, base_offset)``."""
         if slot < 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return TimestampOffset(self.key_at(slot), self.base_offset + self.value_at(slot))
