@@ -6,7 +6,8 @@ Kafka describes each request and response once, in a JSON file under
 ``clients/src/main/resources/common/message/``, and generates Java code from it. kafkalab keeps
 the same idea in a compact Python form and interprets it at run time::
 
-    PRODUCE_RESPONSE = message("ProduceResponse", api_key=ApiKey.PRODUCE, valid="3-9", flexible="9+", fields=[
+    PRODUCE_RESPONSE = message("ProduceResponse", api_key=ApiKey.PRODUCE, valid="3-9",
+                               flexible="9+", fields=[
         f("responses", "[]TopicProduceResponse", fields=[
             f("name", "string"),
             f("partition_responses", "[]PartitionProduceResponse", fields=[
@@ -27,8 +28,8 @@ prints any decoded message as Kafka's generated JSON converters do (the dump too
 
 Each field lists the versions it exists in (``"2+"``, ``"0-12"``), the versions in which it may be
 null, an optional tag (a *tagged field*, KIP-482, sent only when it differs from its default) and
-its default. A struct-typed field that is nullable is preceded by a presence byte (-1: null,
-1: a struct follows). A version is *flexible* from ``flexible`` upward: there strings, bytes and arrays use
+its default. A nullable struct-typed field is preceded by a presence byte (-1: null, 1: a struct
+follows). A version is *flexible* from ``flexible`` upward: there strings, bytes and arrays use
 the compact (uvarint N+1) encodings and every struct ends with a tagged-field section.
 
 Every struct becomes a frozen, slotted dataclass (``PRODUCE_RESPONSE.cls`` and, nested inside it,

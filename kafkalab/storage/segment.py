@@ -33,7 +33,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafkalab.errors import CorruptRecordError, InvalidRecordError, StorageError
 from kafkalab.records.header import (
@@ -287,7 +287,8 @@ class LogSegment:
         else:
             last_offset, size = _PREFIX_LEGACY.unpack_from(view, position)
             base_offset = last_offset
-            max_ts = _INT64.unpack_from(view, position + LEGACY_TIMESTAMP_OFFSET)[0] if magic == 1 and end - position >= LEGACY_TIMESTAMP_OFFSET + 8 else NO_TIMESTAMP
+            has_ts = magic == 1 and end - position >= LEGACY_TIMESTAMP_OFFSET + 8
+            max_ts = _INT64.unpack_from(view, position + LEGACY_TIMESTAMP_OFFSET)[0] if has_ts else NO_TIMESTAMP
         size_bytes = LOG_OVERHEAD + size
         if size < 0 or magic > 2 or position + size_bytes > end:
             raise CorruptRecordError(
@@ -308,10 +309,8 @@ class LogSegment:
 
     def translate_offset(self, offset: int, start_position: int = 0) -> EntryPosition | None:
         """The first entry whose last offset is >= ``offset`` (``LogSegment.translateOffset``).
-
-        When the log has listeners, each index probe, the entry found and the scan are
-        reported as :class:`~kafkalab.storage.events.LookupStep` events; otherwise the lookup
-        pays one test for them."""
+        With listeners, each index probe, the entry found and the scan are reported as
+        ``LookupStep`` events; without, the lookup pays one test for them."""
         listeners = self.listeners
         if not listeners:
             position = self.offset_index.floor_position(offset)
@@ -327,8 +326,7 @@ class LogSegment:
         return entry
 
     def _emit_scan(self, step: ev.LookupStep, start_position: int, entry: EntryPosition | None) -> None:
-        """Report the scan that ended a lookup: the entry found (or none) and the bytes read
-        from the index's position to that entry's end."""
+        """Report the scan ending a lookup: the entry found (or none), bytes read to its end."""
         scanned = (entry.position + entry.size_bytes if entry else self._size_bytes) - start_position
         ev.emit(self.listeners, dataclasses.replace(
             step, offset=entry.last_offset if entry else -1,
@@ -401,11 +399,8 @@ class LogSegment:
         if step:
             ev.emit(listeners, dataclasses.replace(
                 step, kind="index_result", slot=slot, offset=mapping.offset, position=mapping.position))
-        found = None
-        for entry in self.entries_from(mapping.position):
-            if entry.max_timestamp >= timestamp_ms and entry.last_offset >= starting_offset:
-                found = entry
-                break
+        found = next((entry for entry in self.entries_from(mapping.position)
+                      if entry.max_timestamp >= timestamp_ms and entry.last_offset >= starting_offset), None)
         if step:
             self._emit_scan(dataclasses.replace(step, kind="scan"), mapping.position, found)
         return found
@@ -413,13 +408,11 @@ class LogSegment:
     def _probe_reporter(self, step: ev.LookupStep, index: str) -> index_search.ProbeCallback:
         """An index search's ``on_probe`` that reports each slot read as an ``index_probe``."""
         def on_probe(slot: int, key: int, section: str) -> None:
-            if index == "time":
-                probe = dataclasses.replace(step, kind="index_probe", index=index, slot=slot,
-                                            timestamp=key, section=section)
-            else:
-                probe = dataclasses.replace(step, kind="index_probe", slot=slot,
-                                            offset=self.base_offset + key, section=section)
-            ev.emit(self.listeners, probe)
+            # A time-index key is a timestamp; an offset-index key is relative to the base offset.
+            key_fields: dict[str, Any] = {"index": "time", "timestamp": key} if index == "time" else {
+                "offset": self.base_offset + key}
+            ev.emit(self.listeners, dataclasses.replace(
+                step, kind="index_probe", slot=slot, section=section, **key_fields))
         return on_probe
 
     def read_next_offset(self) -> int:
