@@ -194,9 +194,9 @@ print("after: ", [(s.base_offset, s.size_bytes) for s in log.segments], "log end
 
 # %% [markdown]
 # The check itself runs every `log.retention.check.interval.ms` (5 minutes) on every log of the
-# broker (`RetentionTask` in `kafkalab.storage.retention`), so data lives up to that much longer
-# than `retention.ms` -- and, because whole segments go, up to a segment's worth of time more:
-# a segment expires only when its **newest** record does.
+# broker (its `kafka-log-retention` task, in `kafkalab.broker.housekeeping`), so data lives up
+# to that much longer than `retention.ms` -- and, because whole segments go, up to a segment's
+# worth of time more: a segment expires only when its **newest** record does.
 #
 # ## Exercises
 # **Predict, then check 1.** Same 0/11/23/30 log, but `DeleteRecords` moves the log start

@@ -140,15 +140,17 @@ print(show(purge_trace[-1]))
 #
 # ## Delayed delete
 # Retention does not delete a segment's files at once: it renames them with a `.deleted`
-# suffix and deletes them `file.delete.delay.ms` later. kafkalab's `DelayedDelete` is a delayed
-# operation that only time completes (or `force_complete`, e.g. at shutdown):
+# suffix and deletes them `file.delete.delay.ms` later. Nothing but time ends that wait, so it
+# is no delayed operation: the log hands the deletion to the broker's `Scheduler`
+# (`Log._delete_files_later`), which puts a one-shot task on the same timing wheel -- as Kafka's
+# log manager schedules its `delete-file` task:
 
 # %%
 import tempfile
 from pathlib import Path
 
-from kafkalab.purgatory import FILE_DELETE_DELAY_MS_DEFAULT, DelayedDelete
-from kafkalab.timer import Timer
+from kafkalab.storage import LogConfig
+from kafkalab.timer import Scheduler, Timer
 
 segment_dir = Path(tempfile.mkdtemp())
 doomed = [segment_dir / f"00000000000000000000.{ext}.deleted" for ext in ("log", "index", "timeindex")]
@@ -161,7 +163,7 @@ def delete_segment() -> None:
 
 delete_clock = ManualClock(0)
 delete_timer = Timer(delete_clock)
-delete_timer.add(DelayedDelete(FILE_DELETE_DELAY_MS_DEFAULT, delete_segment, name="segment 0"))
+Scheduler(delete_timer).schedule(LogConfig().file_delete_delay_ms, delete_segment, name="delete-file")
 for now_ms in (59_999, 60_000):
     delete_clock.set_ms(now_ms)
     delete_timer.advance_clock(now_ms)

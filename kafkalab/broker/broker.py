@@ -62,17 +62,15 @@ from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
 from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import (
-    API_VERSIONS_KEY,
-    RequestHeader,
     decode_request_body,
     decode_request_header,
     encode_response,
     unsupported_api_versions_response,
 )
-from kafkalab.protocol.messages import SCHEMAS
 from kafkalab.protocol.types import Part
-from kafkalab.protocol.versions import ADVERTISED
+from kafkalab.protocol.versions import ADVERTISED, is_implemented
 from kafkalab.purgatory import DelayedOperationPurgatory
 from kafkalab.replication.partition import ReplicationSettings
 from kafkalab.replication.replica_manager import ReplicaManager
@@ -137,12 +135,13 @@ class Broker:
         except KafkaError as error:
             self._close(connection_id, f"unparsable request header: {error}")
             return
-        if header.api_key == API_VERSIONS_KEY and not _implemented(header):
-            supported = ADVERTISED[API_VERSIONS_KEY]
+        implemented = is_implemented(header.api_key, header.api_version)
+        if header.api_key == ApiKey.API_VERSIONS and not implemented:
+            supported = ADVERTISED[ApiKey.API_VERSIONS]
             self._send(connection_id, unsupported_api_versions_response(header.correlation_id, supported))
             return
         handler = HANDLERS.get(header.api_key)
-        if handler is None or not _implemented(header):
+        if handler is None or not implemented:
             self._close(connection_id, f"unsupported API key {header.api_key} v{header.api_version}")
             return
         try:
@@ -253,26 +252,21 @@ def replication_settings(config_store: DynamicConfigStore, node_id: int) -> Repl
     return ReplicationSettings(replica_lag_time_max_ms=lag_ms)
 
 
-def _implemented(header: RequestHeader) -> bool:
-    pair = SCHEMAS.get(header.api_key)
-    return pair is not None and pair[0].valid[0] <= header.api_version <= pair[0].valid[1]
-
-
 HANDLERS: dict[int, Handler] = {
-    0: produce.handle_produce,
-    1: fetch.handle_fetch,
-    2: list_offsets.handle_list_offsets,
-    3: metadata.handle_metadata,
-    18: metadata.handle_api_versions,
-    19: admin.handle_create_topics,
-    20: admin.handle_delete_topics,
-    21: admin.handle_delete_records,
-    22: producer_id.handle_init_producer_id,
-    23: leader_epochs.handle_offset_for_leader_epoch,
-    32: configs.handle_describe_configs,
-    33: configs.handle_alter_configs,
-    37: admin.handle_create_partitions,
-    44: configs.handle_incremental_alter_configs,
+    ApiKey.PRODUCE: produce.handle_produce,
+    ApiKey.FETCH: fetch.handle_fetch,
+    ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
+    ApiKey.METADATA: metadata.handle_metadata,
+    ApiKey.API_VERSIONS: metadata.handle_api_versions,
+    ApiKey.CREATE_TOPICS: admin.handle_create_topics,
+    ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
+    ApiKey.DELETE_RECORDS: admin.handle_delete_records,
+    ApiKey.INIT_PRODUCER_ID: producer_id.handle_init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle_offset_for_leader_epoch,
+    ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
+    ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,
 }

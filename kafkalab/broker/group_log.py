@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from kafkalab.broker.log_store import SliceLike
 from kafkalab.group.log import KeyValue
 from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.records import Record, build_batch, iter_batches
@@ -57,7 +56,7 @@ class BrokerCoordinatorLog:
             offset = log.log_start_offset
             while offset < log.high_watermark:
                 info = log.read(offset, REPLAY_READ_BYTES, max_offset=log.high_watermark)
-                data = b"".join(_slice_bytes(s) for s in info.slices)
+                data = b"".join(s.read_bytes() for s in info.slices)
                 if not data:
                     break
                 for batch in iter_batches(data):
@@ -75,9 +74,3 @@ class BrokerCoordinatorLog:
         config_store.alter("topics", OFFSETS_TOPIC,
                            add={"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
         self.broker.topics.create(OFFSETS_TOPIC, self.partition_count)
-
-
-def _slice_bytes(file_slice: SliceLike) -> bytes:
-    with open(file_slice.path, "rb") as file:
-        file.seek(file_slice.position)
-        return file.read(file_slice.size_bytes)

@@ -48,13 +48,23 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kafkalab.config import ConfigLayers
+from kafkalab.config.definitions import broker_default
 from kafkalab.config.resolve import broker_value
 from kafkalab.errors import KafkaError
-from kafkalab.storage.log import Log
-from kafkalab.storage.retention import INITIAL_TASK_DELAY_MS, delete_old_segments
-from kafkalab.timer.scheduler import Scheduler
+from kafkalab.storage.log import Log, Scheduler
+from kafkalab.storage.retention import delete_old_segments
 from kafkalab.timer.task_list import DELAY_MS_MAX
 
+# Each interval's broker key; the defaults are Kafka's, from kafkalab.config.definitions.
+_KEYS = {
+    "retention_check_ms": "log.retention.check.interval.ms",
+    "flush_check_ms": "log.flush.scheduler.interval.ms",
+    "recovery_point_checkpoint_ms": "log.flush.offset.checkpoint.interval.ms",
+    "log_start_offset_checkpoint_ms": "log.flush.start.offset.checkpoint.interval.ms",
+    "high_watermark_checkpoint_ms": "replica.high.watermark.checkpoint.interval.ms",
+    "producer_id_expiration_check_ms": "producer.id.expiration.check.interval.ms",
+}
+INITIAL_TASK_DELAY_MS = 30_000  # Kafka's LogManager.InitialTaskDelayMs before a task's first run
 ERRORS_KEPT = 10  # the last few task failures, for the server to log and tests to inspect
 
 
@@ -63,12 +73,12 @@ class HousekeepingIntervals:
     """How often each periodic task runs, in ms. Immutable; read once at start-up (the keys are
     read-only broker configs, as in Kafka)."""
 
-    retention_check_ms: int = 300_000
-    flush_check_ms: int = 2**63 - 1
-    recovery_point_checkpoint_ms: int = 60_000
-    log_start_offset_checkpoint_ms: int = 60_000
-    high_watermark_checkpoint_ms: int = 5_000
-    producer_id_expiration_check_ms: int = 600_000
+    retention_check_ms: int = broker_default(_KEYS["retention_check_ms"])
+    flush_check_ms: int = broker_default(_KEYS["flush_check_ms"])
+    recovery_point_checkpoint_ms: int = broker_default(_KEYS["recovery_point_checkpoint_ms"])
+    log_start_offset_checkpoint_ms: int = broker_default(_KEYS["log_start_offset_checkpoint_ms"])
+    high_watermark_checkpoint_ms: int = broker_default(_KEYS["high_watermark_checkpoint_ms"])
+    producer_id_expiration_check_ms: int = broker_default(_KEYS["producer_id_expiration_check_ms"])
 
     @classmethod
     def from_layers(cls, layers: ConfigLayers, broker_id: str) -> HousekeepingIntervals:
@@ -77,14 +87,7 @@ class HousekeepingIntervals:
             assert isinstance(parsed, int), (key, parsed)  # definitions.py gives every key a default
             return parsed
 
-        return cls(
-            retention_check_ms=value("log.retention.check.interval.ms"),
-            flush_check_ms=value("log.flush.scheduler.interval.ms"),
-            recovery_point_checkpoint_ms=value("log.flush.offset.checkpoint.interval.ms"),
-            log_start_offset_checkpoint_ms=value("log.flush.start.offset.checkpoint.interval.ms"),
-            high_watermark_checkpoint_ms=value("replica.high.watermark.checkpoint.interval.ms"),
-            producer_id_expiration_check_ms=value("producer.id.expiration.check.interval.ms"),
-        )
+        return cls(**{field: value(key) for field, key in _KEYS.items()})
 
 
 def dynamic_broker_int(layers: Callable[[], ConfigLayers], broker_id: str, key: str) -> Callable[[], int]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kafkalab.metadata.image import MetadataImage
+    from kafkalab.storage.segment import FileSlice
 
 
 class AppendInfo(Protocol):
@@ -30,18 +31,9 @@ class AppendInfo(Protocol):
     def log_start_offset(self) -> int: ...
 
 
-class SliceLike(Protocol):
-    @property
-    def path(self) -> Any: ...
-    @property
-    def position(self) -> int: ...
-    @property
-    def size_bytes(self) -> int: ...
-
-
 class ReadInfo(Protocol):
     @property
-    def slices(self) -> Sequence[SliceLike]: ...
+    def slices(self) -> Sequence[FileSlice]: ...
 
 
 class TimestampOffset(Protocol):

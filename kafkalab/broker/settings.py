@@ -8,12 +8,15 @@ localhost:19092 and creating 3-partition topics on demand. ``advertised.listener
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 from dataclasses import dataclass
 
+from kafkalab.config.definitions import broker_default
 from kafkalab.errors import ConfigError
 
-MESSAGE_MAX_BYTES_DEFAULT = 1048588  # message.max.bytes
+T = TypeVar("T")
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +27,10 @@ class BrokerSettings:
     host: str = "127.0.0.1"
     port: int = 9092
     cluster_id: str = "kafkalab-cluster"
-    auto_create_topics_enable: bool = True
-    num_partitions: int = 1
-    default_replication_factor: int = 1
-    message_max_bytes: int = MESSAGE_MAX_BYTES_DEFAULT
+    auto_create_topics_enable: bool = broker_default("auto.create.topics.enable")
+    num_partitions: int = broker_default("num.partitions")
+    default_replication_factor: int = broker_default("default.replication.factor")
+    message_max_bytes: int = broker_default("message.max.bytes")
     rack: str | None = None
 
     def __post_init__(self) -> None:
@@ -57,13 +60,10 @@ class BrokerSettings:
             host=host,
             port=port,
             cluster_id=properties.get("cluster.id", "kafkalab-cluster"),
-            auto_create_topics_enable=_bool(
-                "auto.create.topics.enable", properties.get("auto.create.topics.enable", "true")),
-            num_partitions=_int("num.partitions", properties.get("num.partitions", "1")),
-            default_replication_factor=_int(
-                "default.replication.factor", properties.get("default.replication.factor", "1")),
-            message_max_bytes=_int(
-                "message.max.bytes", properties.get("message.max.bytes", str(MESSAGE_MAX_BYTES_DEFAULT))),
+            auto_create_topics_enable=_setting(properties, "auto.create.topics.enable", _bool),
+            num_partitions=_setting(properties, "num.partitions", _int),
+            default_replication_factor=_setting(properties, "default.replication.factor", _int),
+            message_max_bytes=_setting(properties, "message.max.bytes", _int),
             rack=properties.get("broker.rack"),
         )
 
@@ -75,6 +75,12 @@ def parse_listener(text: str) -> tuple[str, int]:
     if not port.isdigit():
         raise ConfigError(f"listener {text!r} must look like PLAINTEXT://host:port")
     return host.strip("[]"), int(port)
+
+
+def _setting(properties: Mapping[str, str], key: str, parse: Callable[[str, str], T]) -> T:
+    """``key`` parsed from ``properties``, or Kafka's default when it is not set."""
+    text = properties.get(key)
+    return broker_default(key) if text is None else parse(key, text)
 
 
 def _int(key: str, text: str) -> int:

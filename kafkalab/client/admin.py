@@ -19,12 +19,8 @@ from typing import Any
 
 from kafkalab.client.connection import BrokerConnection, check_error
 from kafkalab.protocol import SCHEMAS
+from kafkalab.protocol.api_keys import ApiKey
 
-CREATE_TOPICS_KEY = 19
-DELETE_TOPICS_KEY = 20
-DESCRIBE_CONFIGS_KEY = 32
-CREATE_PARTITIONS_KEY = 37
-INCREMENTAL_ALTER_CONFIGS_KEY = 44
 TOPIC_RESOURCE_TYPE = 2  # ConfigResource.Type.TOPIC
 OP_SET = 0  # IncrementalAlterConfigs operation SET
 DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigsResponse.ConfigSource.DEFAULT_CONFIG
@@ -57,18 +53,18 @@ def _cls(api_key: int) -> Any:
 
 def create_topic(conn: BrokerConnection, name: str, *, partitions: int, replication_factor: int,
                  configs: dict[str, str]) -> None:
-    request = _cls(CREATE_TOPICS_KEY)
+    request = _cls(ApiKey.CREATE_TOPICS)
     topic = request.CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=replication_factor,
         configs=tuple(request.CreatableTopic.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()),
     )
-    response = conn.request(CREATE_TOPICS_KEY, request(topics=(topic,), timeout_ms=ADMIN_TIMEOUT_MS))
+    response = conn.request(ApiKey.CREATE_TOPICS, request(topics=(topic,), timeout_ms=ADMIN_TIMEOUT_MS))
     for result in response.topics:
         check_error(result.error_code, f"create topic {result.name!r}", result.error_message)
 
 
 def delete_topics(conn: BrokerConnection, names: list[str]) -> None:
-    response = conn.request(DELETE_TOPICS_KEY, _cls(DELETE_TOPICS_KEY)(
+    response = conn.request(ApiKey.DELETE_TOPICS, _cls(ApiKey.DELETE_TOPICS)(
         topic_names=tuple(names), timeout_ms=ADMIN_TIMEOUT_MS))
     for result in response.responses:
         check_error(result.error_code, f"delete topic {result.name!r}", result.error_message)
@@ -90,19 +86,19 @@ def describe_topics(conn: BrokerConnection, names: list[str] | None = None) -> l
 
 def describe_topic_configs(conn: BrokerConnection, name: str) -> list[tuple[str, str | None, bool]]:
     """``(name, value, is_default)`` for every config of topic ``name``, in the broker's order."""
-    request = _cls(DESCRIBE_CONFIGS_KEY)
+    request = _cls(ApiKey.DESCRIBE_CONFIGS)
     resource = request.DescribeConfigsResource(
         resource_type=TOPIC_RESOURCE_TYPE, resource_name=name, configuration_keys=None)
-    response = conn.request(DESCRIBE_CONFIGS_KEY, request(resources=(resource,)))
+    response = conn.request(ApiKey.DESCRIBE_CONFIGS, request(resources=(resource,)))
     (result,) = response.results
     check_error(result.error_code, f"describe configs of topic {name!r}", result.error_message)
     return [(c.name, c.value, c.config_source == DEFAULT_CONFIG_SOURCE) for c in result.configs]
 
 
 def create_partitions(conn: BrokerConnection, name: str, count: int) -> None:
-    request = _cls(CREATE_PARTITIONS_KEY)
+    request = _cls(ApiKey.CREATE_PARTITIONS)
     topic = request.CreatePartitionsTopic(name=name, count=count, assignments=None)
-    response = conn.request(CREATE_PARTITIONS_KEY, request(
+    response = conn.request(ApiKey.CREATE_PARTITIONS, request(
         topics=(topic,), timeout_ms=ADMIN_TIMEOUT_MS, validate_only=False))
     for result in response.results:
         check_error(result.error_code, f"increase the partitions of {result.name!r} to {count}",
@@ -111,10 +107,10 @@ def create_partitions(conn: BrokerConnection, name: str, count: int) -> None:
 
 def set_topic_configs(conn: BrokerConnection, name: str, configs: dict[str, str]) -> None:
     """IncrementalAlterConfigs SET of each ``key=value`` on topic ``name`` (KIP-339)."""
-    request = _cls(INCREMENTAL_ALTER_CONFIGS_KEY)
+    request = _cls(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     resource_cls = request.AlterConfigsResource
     resource = resource_cls(resource_type=TOPIC_RESOURCE_TYPE, resource_name=name, configs=tuple(
         resource_cls.AlterableConfig(name=k, config_operation=OP_SET, value=v) for k, v in configs.items()))
-    response = conn.request(INCREMENTAL_ALTER_CONFIGS_KEY, request(resources=(resource,), validate_only=False))
+    response = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request(resources=(resource,), validate_only=False))
     for result in response.responses:
         check_error(result.error_code, f"alter configs of topic {name!r}", result.error_message)

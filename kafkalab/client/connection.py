@@ -31,9 +31,8 @@ from typing import Any
 
 from kafkalab.errors import BrokerResponseError, ErrorCode, NetworkError, ProtocolError, UnsupportedVersionError
 from kafkalab.protocol import NEED_DATA, SCHEMAS, FrameDecoder, decode_response, encode_request
+from kafkalab.protocol.api_keys import ApiKey
 
-API_VERSIONS_KEY = 18
-METADATA_KEY = 3
 CLIENT_ID = "kafkalab-client"
 RESPONSE_BYTES_MAX = 64 * 1024 * 1024  # above fetch.max.bytes (50 MiB) plus framing headroom
 IN_FLIGHT_MAX = 5  # max.in.flight.requests.per.connection's default
@@ -84,7 +83,7 @@ class ClientProtocol:
         """The negotiated version, or ApiVersions v0 before negotiation."""
         if api_key in self.versions:
             return self.versions[api_key]
-        if api_key == API_VERSIONS_KEY:
+        if api_key == ApiKey.API_VERSIONS:
             return 0
         raise UnsupportedVersionError(f"API {api_key} is not supported by the broker (or not negotiated yet)")
 
@@ -153,7 +152,7 @@ class BrokerConnection:
         except OSError as error:
             raise NetworkError(f"could not connect to {host}:{port}: {error}") from error
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        body = self.request(API_VERSIONS_KEY, SCHEMAS[API_VERSIONS_KEY][0].cls())
+        body = self.request(ApiKey.API_VERSIONS, SCHEMAS[ApiKey.API_VERSIONS][0].cls())
         self.protocol.learn_versions(body)
 
     def request(self, api_key: int, body: Any, *, api_version: int | None = None,
@@ -181,9 +180,9 @@ class BrokerConnection:
 
     def metadata(self, topics: list[str] | None = None, *, allow_auto_topic_creation: bool = False) -> Any:
         """A Metadata response for ``topics`` (None = every topic)."""
-        schema = SCHEMAS[METADATA_KEY][0]
+        schema = SCHEMAS[ApiKey.METADATA][0]
         requested = None if topics is None else tuple(schema.cls.MetadataRequestTopic(name=t) for t in topics)
-        return self.request(METADATA_KEY, schema.cls(
+        return self.request(ApiKey.METADATA, schema.cls(
             topics=requested, allow_auto_topic_creation=allow_auto_topic_creation))
 
     def close(self) -> None:

@@ -18,14 +18,10 @@ from typing import Any
 
 from kafkalab.client.connection import BrokerConnection, check_error
 from kafkalab.protocol import SCHEMAS
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records import Compression, Record, iter_batches
 from kafkalab.records import build_batch
 
-PRODUCE_KEY = 0
-FETCH_KEY = 1
-LIST_OFFSETS_KEY = 2
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
 CONSUMER_REPLICA_ID = -1
 FETCH_MAX_BYTES = 50 * 1024 * 1024  # fetch.max.bytes default
 PARTITION_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
@@ -49,12 +45,12 @@ class ProduceResult:
 def send_batch(conn: BrokerConnection, topic: str, partition: int, records: list[Record], *,
                acks: int = 1, compression: Compression = Compression.NONE) -> ProduceResult:
     """Send ``records`` as one batch; return its base offset and encoded size."""
-    request = SCHEMAS[PRODUCE_KEY][0].cls
+    request = SCHEMAS[ApiKey.PRODUCE][0].cls
     data_cls = request.TopicProduceData
     batch = build_batch(records, compression=compression)
     body = request(transactional_id=None, acks=acks, timeout_ms=PRODUCE_TIMEOUT_MS, topic_data=(
         data_cls(name=topic, partition_data=(data_cls.PartitionProduceData(index=partition, records=batch),)),))
-    response = conn.request(PRODUCE_KEY, body, expect_response=acks != 0)
+    response = conn.request(ApiKey.PRODUCE, body, expect_response=acks != 0)
     if response is None:
         return ProduceResult(-1, len(batch))
     (topic_response,) = response.responses
@@ -71,11 +67,11 @@ def produce_batch(conn: BrokerConnection, topic: str, partition: int, records: l
 
 def list_offset(conn: BrokerConnection, topic: str, partition: int, timestamp_ms: int) -> int:
     """ListOffsets: -2 earliest, -1 latest, else the first offset with timestamp >= it (-1: none)."""
-    request = SCHEMAS[LIST_OFFSETS_KEY][0].cls
+    request = SCHEMAS[ApiKey.LIST_OFFSETS][0].cls
     topic_cls = request.ListOffsetsTopic
     body = request(replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=(topic_cls(
         name=topic, partitions=(topic_cls.ListOffsetsPartition(partition_index=partition, timestamp=timestamp_ms),)),))
-    (topic_response,) = conn.request(LIST_OFFSETS_KEY, body).topics
+    (topic_response,) = conn.request(ApiKey.LIST_OFFSETS, body).topics
     (result,) = topic_response.partitions
     check_error(result.error_code, f"list offsets of {topic}-{partition} at {timestamp_ms}")
     return int(result.offset)
@@ -86,14 +82,14 @@ def fetch_records(conn: BrokerConnection, topic: str, partition: int, offset: in
                   ) -> tuple[list[Record], int]:
     """Records at or after ``offset`` (whole batches may start earlier; those are dropped) and
     the high watermark. An empty list means nothing new arrived within ``max_wait_ms``."""
-    request = SCHEMAS[FETCH_KEY][0].cls
+    request = SCHEMAS[ApiKey.FETCH][0].cls
     topic_cls = request.FetchTopic
     body = request(replica_id=CONSUMER_REPLICA_ID, max_wait_ms=max_wait_ms, min_bytes=1,
                    max_bytes=FETCH_MAX_BYTES, isolation_level=0, topics=(topic_cls(
                        topic=topic, partitions=(topic_cls.FetchPartition(
                            partition=partition, fetch_offset=offset,
                            partition_max_bytes=partition_max_bytes),)),))
-    response: Any = conn.request(FETCH_KEY, body)
+    response: Any = conn.request(ApiKey.FETCH, body)
     check_error(getattr(response, "error_code", 0), f"fetch from {topic}-{partition}")
     (topic_response,) = response.responses
     (result,) = topic_response.partitions

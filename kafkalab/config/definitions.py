@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from kafkalab.config.types import (
     DOUBLE_MAX,
@@ -318,6 +319,19 @@ def _check_tables() -> None:
 
 
 _check_tables()
+
+
+def topic_default(name: str) -> Any:
+    """Kafka's default for the topic key ``name``. Every component that needs a Kafka default
+    (``LogConfig``, the delayed file deletion) reads it here, so the tables above are the only
+    place a default is written down."""
+    return TOPIC_KEYS[name].default
+
+
+def broker_default(name: str) -> Any:
+    """Kafka's default for the broker key ``name`` (``BrokerSettings``, the periodic tasks'
+    intervals)."""
+    return BROKER_KEYS[name].default
 
 
 def suggest(name: str, known: dict[str, ConfigKey]) -> str:

@@ -30,7 +30,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafkalab.config.resolve import (
     ConfigLayers,
@@ -41,7 +41,9 @@ from kafkalab.config.resolve import (
     validate_topic_configs,
 )
 from kafkalab.errors import ConfigError
-from kafkalab.storage.log_config import LogConfig
+
+if TYPE_CHECKING:
+    from kafkalab.storage.log_config import LogConfig
 
 STORE_FILE_NAME = "dynamic-configs.json"
 STATIC_FILE_NAME = "server.properties"
@@ -229,13 +231,15 @@ class _ConfigurableLog(Protocol):
     config: LogConfig
 
 
-_LOG_CONFIG_KEYS = frozenset(f.name.replace("_", ".") for f in dataclasses.fields(LogConfig))
-
-
 def to_log_config(properties: Mapping[str, str]) -> LogConfig:
     """``LogConfig.from_properties`` of the keys the storage engine reads (the rest -- e.g.
     ``compression.type`` -- matter to other layers)."""
-    return LogConfig.from_properties({k: v for k, v in properties.items() if k in _LOG_CONFIG_KEYS})
+    # Imported on use: LogConfig takes its defaults from kafkalab.config.definitions, so the
+    # storage package imports this one, and a top-level import here would be circular.
+    from kafkalab.storage.log_config import LogConfig
+
+    keys = {f.name.replace("_", ".") for f in dataclasses.fields(LogConfig)}
+    return LogConfig.from_properties({k: v for k, v in properties.items() if k in keys})
 
 
 def _check_type(entity_type: str) -> str:

@@ -13,13 +13,12 @@ from kafkalab.protocol.header import (
     encode_response,
 )
 from kafkalab.protocol.messages import SCHEMAS
-from kafkalab.protocol.types import FileSlice, RecordsParts
+from kafkalab.protocol.types import RecordsParts
 
 __all__ = [
     "FRAME_BYTES_MAX",
     "NEED_DATA",
     "SCHEMAS",
-    "FileSlice",
     "FrameDecoder",
     "RecordsParts",
     "RequestHeader",

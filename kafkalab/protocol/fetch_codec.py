@@ -34,7 +34,7 @@ import struct
 from typing import Any
 
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
-from kafkalab.protocol.types import FileSlice, Part, RecordsParts
+from kafkalab.protocol.types import Part, RecordsParts
 
 FLEXIBLE_FROM = FETCH_REQUEST.flexible_from  # 12
 TOPICS_MAX = 100_000  # more topics or partitions in one request than this is not a consumer
@@ -249,11 +249,11 @@ def _put_records(out: bytearray, parts: list[Part], records: Any, flexible: bool
         return out
     _put_count(out, records.size_bytes, flexible)
     for part in records.parts:
-        if isinstance(part, FileSlice):
+        if isinstance(part, bytes):
+            out += part
+        else:  # a file slice, sent from the segment file
             if out:
                 parts.append(bytes(out))
             parts.append(part)
             out = bytearray()
-        else:
-            out += part
     return out

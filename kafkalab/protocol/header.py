@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ProtocolError
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.fetch_codec import decode_fetch_request, encode_fetch_response
 from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.messages import SCHEMAS
@@ -27,8 +28,6 @@ from kafkalab.protocol.messages.api_versions import API_VERSIONS_RESPONSE
 from kafkalab.protocol.schema import TAGGED_FIELDS_MAX
 from kafkalab.protocol.types import Part, Reader, Writer, parts_size_bytes
 
-API_VERSIONS_KEY = 18
-FETCH_KEY = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,21 +98,21 @@ def decode_request_body(api_key: int, api_version: int, data: bytes | bytearray 
     Records (a Produce request's batches) come back as views of ``data``, not copies: the
     broker owns the request frame, validates the batches where they lie and, as Kafka's
     LogValidator does for uncompressed batches, writes their offsets into them in place."""
-    if api_key == FETCH_KEY:
+    if api_key == ApiKey.FETCH:
         return decode_fetch_request(data, api_version)
     return SCHEMAS[api_key][0].decode(data, api_version, allow_trailing=True, records_as_views=True)
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> list[Part]:
     """A whole framed response as parts (bytes and file slices for record data)."""
-    if api_key == FETCH_KEY:
+    if api_key == ApiKey.FETCH:
         parts = encode_fetch_response(correlation_id, api_version, body)
         if parts is not None:
             return parts
     response_schema = SCHEMAS[api_key][1]
     writer = Writer()
     writer.int32(correlation_id)
-    if response_schema.is_flexible(api_version) and api_key != API_VERSIONS_KEY:
+    if response_schema.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS:
         writer.uvarint(0)
     response_schema.encode_into(writer, body, api_version)
     parts = writer.parts()
@@ -125,7 +124,7 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     response_schema = SCHEMAS[api_key][1]
     reader = Reader(frame)
     correlation_id = reader.int32()
-    if response_schema.is_flexible(api_version) and api_key != API_VERSIONS_KEY:
+    if response_schema.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS:
         _skip_tagged_fields(reader)
     return correlation_id, response_schema.decode(memoryview(frame)[reader.position :], api_version)
 
@@ -134,6 +133,6 @@ def unsupported_api_versions_response(correlation_id: int, supported: tuple[int,
     """KIP-511's fallback: a v0 body with UNSUPPORTED_VERSION and only ApiVersions' own range."""
     body = API_VERSIONS_RESPONSE.cls(
         error_code=35,
-        api_keys=(API_VERSIONS_RESPONSE.cls.ApiVersion(API_VERSIONS_KEY, *supported),),
+        api_keys=(API_VERSIONS_RESPONSE.cls.ApiVersion(ApiKey.API_VERSIONS, *supported),),
     )
-    return encode_response(API_VERSIONS_KEY, 0, correlation_id, body)
+    return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body)

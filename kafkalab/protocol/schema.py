@@ -1,4 +1,4 @@
-"""Declarative, versioned message schemas: one declaration serves every version of an API.
+"""Declarative, versioned message schemas: one declaration serves every version of a message.
 
 Theory of operation
 -------------------
@@ -6,7 +6,8 @@ Kafka describes each request and response once, in a JSON file under
 ``clients/src/main/resources/common/message/``, and generates Java code from it. kafkalab keeps
 the same idea in a compact Python form and interprets it at run time::
 
-    PRODUCE_RESPONSE = message("ProduceResponse", api_key=0, valid="3-9", flexible="9+", fields=[
+    PRODUCE_RESPONSE = message("ProduceResponse", api_key=ApiKey.PRODUCE, valid="3-9",
+                               flexible="9+", fields=[
         f("responses", "[]TopicProduceResponse", fields=[
             f("name", "string"),
             f("partition_responses", "[]PartitionProduceResponse", fields=[
@@ -19,9 +20,16 @@ the same idea in a compact Python form and interprets it at run time::
         f("throttle_time_ms", "int32", "1+"),
     ])
 
+The same declaration describes messages that are no request or response: the records Kafka
+keeps in its internal topics (``OffsetCommitValue`` in ``__consumer_offsets``, ``TopicRecord`` in
+``__cluster_metadata``, ...) have a version range and flexible versions but no API key, so
+``message()`` takes ``api_key`` only for the wire APIs. :mod:`kafkalab.protocol.schema_json`
+prints any decoded message as Kafka's generated JSON converters do (the dump tool's output).
+
 Each field lists the versions it exists in (``"2+"``, ``"0-12"``), the versions in which it may be
 null, an optional tag (a *tagged field*, KIP-482, sent only when it differs from its default) and
-its default. A version is *flexible* from ``flexible`` upward: there strings, bytes and arrays use
+its default. A nullable struct-typed field is preceded by a presence byte (-1: null, 1: a struct
+follows). A version is *flexible* from ``flexible`` upward: there strings, bytes and arrays use
 the compact (uvarint N+1) encodings and every struct ends with a tagged-field section.
 
 Every struct becomes a frozen, slotted dataclass (``PRODUCE_RESPONSE.cls`` and, nested inside it,
@@ -96,9 +104,16 @@ class Field:
     def element_type(self) -> str:
         return self.type[2:] if self.is_array else self.type
 
+    @property
+    def json_name(self) -> str:
+        """The key Kafka's JSON converters print: ``leader_epoch`` and ``LeaderEpoch`` both
+        become ``leaderEpoch`` (camel case, lower-case first letter)."""
+        head, *rest = self.name.split("_")
+        return head[:1].lower() + head[1:] + "".join(word[:1].upper() + word[1:] for word in rest)
+
 
 _PRIMITIVE_DEFAULTS: dict[str, Any] = {
-    "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "float64": 0.0,
+    "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0, "float64": 0.0,
     "bool": False, "string": "", "bytes": b"", "records": None, "uuid": ZERO_UUID,
 }
 
@@ -115,8 +130,11 @@ class Struct:
             frozen=True,
             slots=True,
         )
+        names = {f.name for f in self.fields}
         for f in self.fields:
-            if f.struct is not None:
+            # Kafka's specs may name a field after its struct type (``KRaftVersionFeature``):
+            # then the attribute is the field's, and the class stays reachable via ``.struct``.
+            if f.struct is not None and f.struct.name not in names:
                 setattr(self.cls, f.struct.name, f.struct.cls)
         self._plans: dict[tuple[int, bool], _Plan] = {}
 
@@ -164,10 +182,11 @@ def f(
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """A request or response schema: its API key, valid versions and first flexible version."""
+    """A message schema: its valid versions and first flexible version, and for a request or
+    response its API key (None for the records of Kafka's internal topics)."""
 
     name: str
-    api_key: int
+    api_key: int | None
     valid: tuple[int, int]
     flexible_from: int
     struct: Struct = field(repr=False)
@@ -179,21 +198,23 @@ class Message:
     def is_flexible(self, version: int) -> bool:
         return version >= self.flexible_from
 
-    def check_version(self, version: int) -> None:
+    def check_version(self, version: int, action: str = "read") -> None:
+        """Kafka's generated code words this error ``Can't read version 5 of TopicRecord``."""
         if not self.valid[0] <= version <= self.valid[1]:
-            raise UnsupportedVersionError(
-                f"{self.name} version {version} is outside the supported range "
-                f"{self.valid[0]}-{self.valid[1]}"
-            )
+            raise UnsupportedVersionError(f"Can't {action} version {version} of {self.name}")
+
+    def read(self, reader: Reader, version: int) -> Any:
+        """Read one message at ``version`` from ``reader``, leaving it just after the message."""
+        self.check_version(version)
+        return self.struct.read(reader, version, self.is_flexible(version))
 
     def decode(self, data: bytes | bytearray | memoryview, version: int, *, allow_trailing: bool = False,
                records_as_views: bool = False) -> Any:
         """Decode a whole body; trailing bytes are an error unless ``allow_trailing`` (the broker
         reads requests as Kafka's generated readers do: field by field, ignoring what is left).
         ``records_as_views``: records fields are views of ``data``, not copies (see Reader)."""
-        self.check_version(version)
         reader = Reader(data, records_as_views=records_as_views)
-        value = self.struct.read(reader, version, self.is_flexible(version))
+        value = self.read(reader, version)
         if reader.remaining_bytes and not allow_trailing:
             raise ProtocolError(
                 f"{self.name} v{version}: {reader.remaining_bytes} unexpected trailing bytes "
@@ -202,7 +223,7 @@ class Message:
         return value
 
     def encode_into(self, writer: Writer, value: Any, version: int) -> None:
-        self.check_version(version)
+        self.check_version(version, "write")
         self.struct.write(writer, value, version, self.is_flexible(version))
 
     def encode(self, value: Any, version: int) -> bytes:
@@ -212,9 +233,11 @@ class Message:
 
 
 def message(
-    name: str, *, api_key: int, valid: str, flexible: str, fields: Sequence[Field]
+    name: str, *, api_key: int | None = None, valid: str, flexible: str, fields: Sequence[Field]
 ) -> Message:
-    """Declare a request or response; ``flexible="none"`` for APIs without flexible versions."""
+    """Declare a message; ``flexible="none"`` for messages without flexible versions, no
+    ``api_key`` for an internal topic's record (``message("GroupMetadataKey", valid="0",
+    flexible="none", fields=[f("group", "string")])``)."""
     flexible_from = VERSION_MAX + 1 if flexible == "none" else parse_versions(flexible)[0]
     return Message(name, api_key, parse_versions(valid), flexible_from, Struct(name, fields))
 
@@ -243,7 +266,7 @@ class _Plan:
     cls: Any
     defaults: dict[str, Any]
     untagged: tuple[tuple[str, ReadFn, WriteFn], ...]
-    tagged: dict[int, tuple[str, ReadFn, WriteFn]]
+    tagged: dict[int, tuple[str, ReadFn, WriteFn]]  # tag -> (field name, read, write)
     flexible: bool
     steps: tuple[Any, ...]  # ``untagged`` with runs of fixed-width fields merged into _Run
 
@@ -283,7 +306,7 @@ class _Plan:
     def _read_tagged(self, reader: Reader, values: dict[str, Any]) -> None:
         count = reader.uvarint()
         if count > TAGGED_FIELDS_MAX:
-            raise ProtocolError(f"{count} tagged fields exceed the limit of {TAGGED_FIELDS_MAX}")
+            raise ProtocolError(f"tag section of {count} fields exceeds {TAGGED_FIELDS_MAX}")
         for _ in range(count):
             tag = reader.uvarint()
             size_bytes = reader.uvarint()
@@ -296,8 +319,8 @@ class _Plan:
             values[name] = read(reader)
             if reader.position - start != size_bytes:
                 raise ProtocolError(
-                    f"tagged field {tag} declared {size_bytes} bytes but used "
-                    f"{reader.position - start}"
+                    f"tagged field {name} (tag {tag}) declared {size_bytes} bytes but its value "
+                    f"took {reader.position - start}"
                 )
 
     def write(self, writer: Writer, value: Any) -> None:
@@ -384,12 +407,32 @@ def _array_codec(
 def _element_codec(fld: Field, version: int, flexible: bool, nullable: bool) -> tuple[ReadFn, WriteFn]:
     if fld.struct is not None:
         struct = fld.struct
+        if nullable:
+            return _nullable_struct_codec(struct, version, flexible)
         return (
             lambda r: struct.read(r, version, flexible),
             lambda w, v: struct.write(w, v, version, flexible),
         )
     factory = _PRIMITIVE_CODECS[fld.element_type]
     return factory(flexible, nullable, fld.name)
+
+
+def _nullable_struct_codec(struct: Struct, version: int, flexible: bool) -> tuple[ReadFn, WriteFn]:
+    """A presence byte, then the struct: -1 means null (any negative byte reads as null)."""
+
+    def read(reader: Reader) -> Any:
+        if reader.int8() < 0:
+            return None
+        return struct.read(reader, version, flexible)
+
+    def write(writer: Writer, value: Any) -> None:
+        if value is None:
+            writer.int8(-1)
+            return
+        writer.int8(1)
+        struct.write(writer, value, version, flexible)
+
+    return read, write
 
 
 def _fixed(name: str) -> Callable[[bool, bool, str], tuple[ReadFn, WriteFn]]:
@@ -428,6 +471,7 @@ _PRIMITIVE_CODECS: dict[str, Callable[[bool, bool, str], tuple[ReadFn, WriteFn]]
     "int16": _fixed("int16"),
     "uint16": _fixed("uint16"),
     "int32": _fixed("int32"),
+    "uint32": _fixed("uint32"),
     "int64": _fixed("int64"),
     "float64": _fixed("float64"),
     "bool": lambda c, n, name: (Reader.boolean, Writer.boolean),

@@ -28,8 +28,10 @@ The uvarint 300 is ``ac 02``: the low seven bits 0101100 with the continuation b
 kind of truncation or out-of-range value, so no ``struct.error`` or ``IndexError`` ever escapes a
 decoder. A length read from the wire is checked against the bytes that remain *before* anything is
 allocated, so a hostile ``count = 2**31 - 1`` costs nothing. :class:`Writer` accumulates bytes and
-may also carry :class:`FileSlice` parts: record data that the server sends straight from the
-segment file with ``sendfile`` (zero-copy, as Kafka's ``FileRecords.writeTo`` does).
+may also carry file slices (:class:`kafkalab.storage.segment.FileSlice`, the storage layer's
+byte range of a segment file): record data that the server sends straight from the segment file
+with ``sendfile`` (zero-copy, as Kafka's ``FileRecords.writeTo`` does). The codec never opens
+them; a part that is not ``bytes`` is a file slice.
 """
 
 from __future__ import annotations
@@ -37,11 +39,13 @@ from __future__ import annotations
 import struct
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from kafkalab.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from kafkalab.storage.segment import FileSlice
 
 UVARINT_BYTES_MAX = 5  # a uvarint carrying an unsigned 32-bit value needs at most 5 bytes
 UVARLONG_BYTES_MAX = 10  # and a 64-bit one at most 10
@@ -61,39 +65,7 @@ FIXED_CODES = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": 
 _CODE_NAMES = {code: name for name, code in FIXED_CODES.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class FileSlice:
-    """``size_bytes`` bytes of a segment file starting at ``position``, sent as is.
-
-    Same shape as the storage layer's slice (path, position, size_bytes), so a log read passes
-    straight through to the server, which opens the file and ``sendfile``s the range.
-    """
-
-    path: Path
-    position: int
-    size_bytes: int
-
-    def __post_init__(self) -> None:
-        if self.position < 0 or self.size_bytes < 0:
-            raise ValueError(
-                f"FileSlice needs position >= 0 and size >= 0, got "
-                f"position {self.position}, size {self.size_bytes}"
-            )
-
-    def read_bytes(self) -> bytes:
-        """Copy the slice into memory (where sendfile is not available, and in tests)."""
-        with open(self.path, "rb") as file:
-            file.seek(self.position)
-            data = file.read(self.size_bytes)
-        if len(data) != self.size_bytes:
-            raise ProtocolError(
-                f"file slice {self.path} at {self.position} wants {self.size_bytes} bytes, "
-                f"the file gave {len(data)}"
-            )
-        return data
-
-
-Part = Union[bytes, FileSlice]
+Part = Union[bytes, "FileSlice"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,11 +315,11 @@ class Writer:
             return
         self.length(value.size_bytes, compact)
         for part in value.parts:
-            if isinstance(part, FileSlice):
+            if isinstance(part, bytes):
+                self._buffer += part
+            else:
                 self._flush()
                 self._parts.append(part)
-            else:
-                self._buffer += part
 
     def _flush(self) -> None:
         if self._buffer:

@@ -25,6 +25,7 @@ v12; librdkafka 2.0.2 speaks 0-4 and sends v4; aiokafka speaks 0-5 and sends v5.
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages import SCHEMAS
 
 PRODUCE_ADVERTISED_MIN = 0  # see the module docstring: librdkafka's compression rule
@@ -32,7 +33,7 @@ PRODUCE_ADVERTISED_MIN = 0  # see the module docstring: librdkafka's compression
 ADVERTISED: dict[int, tuple[int, int]] = {
     api_key: (request.valid[0], request.valid[1]) for api_key, (request, _) in SCHEMAS.items()
 }
-ADVERTISED[0] = (PRODUCE_ADVERTISED_MIN, SCHEMAS[0][0].valid[1])
+ADVERTISED[ApiKey.PRODUCE] = (PRODUCE_ADVERTISED_MIN, SCHEMAS[ApiKey.PRODUCE][0].valid[1])
 
 
 def is_implemented(api_key: int, api_version: int) -> bool:

@@ -6,8 +6,10 @@ be answered at once:
 * a produce with ``acks=all`` waits until the followers have copied the batch (the high
   watermark passes it) -- Kafka's ``DelayedProduce``, bounded by the request's ``timeout.ms``;
 * a fetch waits until ``fetch.min.bytes`` have accumulated -- ``DelayedFetch``, bounded by
-  ``fetch.max.wait.ms``;
-* a segment deletion waits ``file.delete.delay.ms`` -- :class:`~kafkalab.purgatory.DelayedDelete`.
+  ``fetch.max.wait.ms``.
+
+(A segment's ``file.delete.delay.ms`` wait is no delayed operation: nothing but time ends it, so
+the log hands it to the scheduler as a one-shot task, as Kafka's log manager does.)
 
 Each is a timer task with three hooks a subclass fills in:
 

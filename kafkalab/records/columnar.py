@@ -45,7 +45,12 @@ from numba import njit
 from kafkalab.errors import CorruptRecordError, InvalidRecordError
 from kafkalab.records.compression import DECOMPRESSED_BYTES_MAX, decompress
 from kafkalab.records.header import (
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
     NO_SEQUENCE,
+    V2_ATTRIBUTES_OFFSET,
+    V2_CRC_OFFSET,
+    V2_HEADER_FIELDS,
     V2_HEADER_SIZE,
     BatchHeader,
     Compression,
@@ -281,13 +286,9 @@ def decode_columns(buf, *, check_crc: bool = True,
 ENTRIES_PER_SCAN_MAX = 4_000_000  # ~64 GiB of 16 KiB batches: callers split larger ranges
 _ENTRY_SIZE_MIN = 14  # a v0 message's smallest body (crc, magic, attributes, two lengths)
 
-# The v2 batch header as one big-endian structured type (kafka-facts section B).
-V2_HEADER_DTYPE = np.dtype([
-    ("base_offset", ">i8"), ("batch_length", ">i4"), ("partition_leader_epoch", ">i4"),
-    ("magic", "i1"), ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"),
-    ("base_timestamp", ">i8"), ("max_timestamp", ">i8"), ("producer_id", ">i8"),
-    ("producer_epoch", ">i2"), ("base_sequence", ">i4"), ("records_count", ">i4"),
-])
+# The v2 batch header as one big-endian structured type: header.py's field table, as numpy.
+V2_HEADER_DTYPE = np.dtype([(name, ">" + code) for name, code in V2_HEADER_FIELDS])
+assert V2_HEADER_DTYPE.itemsize == V2_HEADER_SIZE
 
 
 @njit(cache=True, nogil=True)
@@ -297,24 +298,24 @@ def _walk(buf, start, end, max_count):  # pragma: no cover - compiled
     magics = np.empty(16, np.int8)
     count = 0
     pos = start
-    while end - pos > 16 and count < max_count:  # 16 = magic's offset: the magic must be there
+    while end - pos > MAGIC_OFFSET and count < max_count:  # the magic byte must be there
         size = (np.int64(buf[pos + 8]) << 24) | (np.int64(buf[pos + 9]) << 16) | (
             np.int64(buf[pos + 10]) << 8) | np.int64(buf[pos + 11])
         if size >= 2**31:
             size -= 2**32
         if size < _ENTRY_SIZE_MIN:
             return positions, sizes, magics, count, pos
-        if pos + 12 + size > end:
+        if pos + LOG_OVERHEAD + size > end:
             break
         if count == len(positions):
             positions = np.concatenate((positions, np.empty(count, np.int64)))
             sizes = np.concatenate((sizes, np.empty(count, np.int64)))
             magics = np.concatenate((magics, np.empty(count, np.int8)))
         positions[count] = pos
-        sizes[count] = 12 + size
-        magics[count] = buf[pos + 16]
+        sizes[count] = LOG_OVERHEAD + size
+        magics[count] = buf[pos + MAGIC_OFFSET]
         count += 1
-        pos += 12 + size
+        pos += LOG_OVERHEAD + size
     return positions, sizes, magics, count, -1
 
 
@@ -442,7 +443,7 @@ def _write_batches(out, first, body, timestamps, key_data, key_start, key_len, v
         lo, hi = first[b], first[b + 1]
         base_ts = timestamps[lo]
         max_ts = base_ts
-        p = start + 61
+        p = start + V2_HEADER_SIZE_NB
         for i in range(lo, hi):
             max_ts = max(max_ts, timestamps[i])
             p = put_varint(out, p, body[i])
@@ -535,7 +536,7 @@ def encode_spans(keys: ByteSpans, values: ByteSpans, timestamps: Sequence[int] |
     buf = out.data.cast("B")
     start = 0
     for end in ends.tolist():
-        crc = _crc32c.crc32c(buf[start + 21 : end])
-        buf[start + 17 : start + 21] = crc.to_bytes(4, "big")
+        crc = _crc32c.crc32c(buf[start + V2_ATTRIBUTES_OFFSET : end])
+        buf[start + V2_CRC_OFFSET : start + V2_ATTRIBUTES_OFFSET] = crc.to_bytes(4, "big")
         start = end
     return out.tobytes()

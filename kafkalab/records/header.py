@@ -49,11 +49,31 @@ Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]  # any buffer-protocol o
 
 LOG_OVERHEAD = 12  # offset int64 + size int32, common to every magic
 MAGIC_OFFSET = 16  # the magic byte sits at byte 16 in v0, v1 and v2 alike
+
+# The v2 batch header (Kafka's DefaultRecordBatch), in wire order: the one declaration of its
+# layout. ``V2_HEADER`` (struct), the columnar reader's numpy dtype and the byte offsets below
+# are all views of it; records/v2.py's docstring draws it.
+V2_HEADER_FIELDS = (
+    ("base_offset", "q"), ("batch_length", "i"), ("partition_leader_epoch", "i"), ("magic", "b"),
+    ("crc", "I"), ("attributes", "h"), ("last_offset_delta", "i"), ("base_timestamp", "q"),
+    ("max_timestamp", "q"), ("producer_id", "q"), ("producer_epoch", "h"),
+    ("base_sequence", "i"), ("records_count", "i"),
+)
+V2_HEADER = struct.Struct(">" + "".join(code for _, code in V2_HEADER_FIELDS))
 V2_HEADER_SIZE = 61
+V2_PARTITION_LEADER_EPOCH_OFFSET = 12
 V2_CRC_OFFSET = 17
 V2_ATTRIBUTES_OFFSET = 21  # the v2 CRC covers [21, end)
-V2_PARTITION_LEADER_EPOCH_OFFSET = 12
+V2_LAST_OFFSET_DELTA_OFFSET = 23
+V2_BASE_TIMESTAMP_OFFSET = 27
+V2_MAX_TIMESTAMP_OFFSET = 35
+V2_RECORDS_COUNT_OFFSET = 57
+# What the storage layer reads of every batch it scans -- baseOffset, batchLength, magic,
+# lastOffsetDelta, maxTimestamp -- skipping the fields in between: the header's first 43 bytes.
+V2_PREFIX = struct.Struct(">qi4xb6xi8xq")
+V2_PREFIX_SIZE = V2_PREFIX.size
 LEGACY_CRC_OFFSET = 12
+LEGACY_TIMESTAMP_OFFSET = 18  # v1 only: after offset, size, crc, magic, attributes
 LEGACY_HEADER_SIZE_V0 = LOG_OVERHEAD + 4 + 1 + 1 + 4 + 4  # crc, magic, attrs, key len, value len
 LEGACY_HEADER_SIZE_V1 = LEGACY_HEADER_SIZE_V0 + 8  # + timestamp
 MAGIC_VALUES = (0, 1, 2)
@@ -71,12 +91,26 @@ TRANSACTIONAL_FLAG_MASK = 0x10
 CONTROL_FLAG_MASK = 0x20
 DELETE_HORIZON_FLAG_MASK = 0x40
 
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _LEGACY_PREFIX = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
-assert _V2_HEADER.size == V2_HEADER_SIZE
+
+
+def _v2_offset(name: str) -> int:
+    """Byte offset of a header field, computed from V2_HEADER_FIELDS."""
+    names = [field for field, _ in V2_HEADER_FIELDS]
+    codes = "".join(code for _, code in V2_HEADER_FIELDS[: names.index(name)])
+    return struct.calcsize(">" + codes)
+
+
+assert V2_HEADER.size == V2_HEADER_SIZE
+assert (V2_PARTITION_LEADER_EPOCH_OFFSET, V2_CRC_OFFSET, V2_ATTRIBUTES_OFFSET,
+        V2_LAST_OFFSET_DELTA_OFFSET, V2_BASE_TIMESTAMP_OFFSET, V2_MAX_TIMESTAMP_OFFSET,
+        V2_RECORDS_COUNT_OFFSET, MAGIC_OFFSET) == tuple(_v2_offset(name) for name in (
+            "partition_leader_epoch", "crc", "attributes", "last_offset_delta", "base_timestamp",
+            "max_timestamp", "records_count", "magic"))
+assert V2_PREFIX.size == V2_MAX_TIMESTAMP_OFFSET + 8
 
 
 class Compression(enum.IntEnum):
@@ -237,7 +271,7 @@ def _check_codec(attributes: int, magic: int, position: int) -> None:
 def _read_v2(buf: Buffer, position: int) -> BatchHeader:
     """The whole 61-byte header in one unpack; the caller made sure 61 bytes are there."""
     (base_offset, size, epoch, magic, crc, attributes, last_offset_delta, base_ts, max_ts,
-     producer_id, producer_epoch, base_sequence, count) = _V2_HEADER.unpack_from(buf, position)
+     producer_id, producer_epoch, base_sequence, count) = V2_HEADER.unpack_from(buf, position)
     size_bytes = LOG_OVERHEAD + size
     # One combined test on the hot path (every appended batch); the detailed checks below only
     # run to say which rule a bad header broke.
@@ -263,7 +297,7 @@ def _read_legacy(buf: Buffer, position: int, size_bytes: int) -> BatchHeader:
     _check_codec(attributes, magic, position)
     timestamp = NO_TIMESTAMP
     if magic == 1:
-        timestamp = _INT64.unpack_from(buf, position + 18)[0]
+        timestamp = _INT64.unpack_from(buf, position + LEGACY_TIMESTAMP_OFFSET)[0]
     count = 1 if attributes & COMPRESSION_CODEC_MASK == 0 else -1
     return BatchHeader(
         position, offset, offset, size_bytes, magic, crc, attributes,

@@ -50,6 +50,8 @@ from kafkalab.records.header import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
     V2_ATTRIBUTES_OFFSET,
+    V2_CRC_OFFSET,
+    V2_HEADER,
     V2_HEADER_SIZE,
     BatchHeader,
     Compression,
@@ -61,7 +63,6 @@ from kafkalab.records.header import (
 from kafkalab.records.model import Header, Record, RecordBatch
 from kafkalab.records.varint import encode_varint, encode_varlong, read_varint, read_varlong
 
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _UINT32 = struct.Struct(">I")
 
 
@@ -149,13 +150,13 @@ def build_v2_batch(
     last_offset_delta = records[-1].offset - base_offset if records else 0
     attributes = _attributes(compression, timestamp_type, is_transactional, is_control,
                              delete_horizon_ms is not None)
-    header = bytearray(_V2_HEADER.pack(
+    header = bytearray(V2_HEADER.pack(
         base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + len(body), partition_leader_epoch, 2, 0,
         attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
         producer_epoch, base_sequence, len(records),
     ))
     crc = _crc32c.crc32c(body, _crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:])))
-    _UINT32.pack_into(header, 17, crc)
+    _UINT32.pack_into(header, V2_CRC_OFFSET, crc)
     return bytes(header) + body
 
 

@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from kafkalab.errors import StorageError
+from kafkalab.storage.offset_index import OffsetIndex
+from kafkalab.storage.time_index import TimeIndex
 
-OFFSET_INDEX_ENTRY_BYTES = 8  # relativeOffset int32 + position int32
-TIME_INDEX_ENTRY_BYTES = 12  # timestamp int64 + relativeOffset int32
 SPLIT_BYTES_DEFAULT = 128 * 1024 * 1024  # like Spark's spark.sql.files.maxPartitionBytes
 SPLIT_BYTES_MIN = 1024 * 1024  # smaller splits cost more in task overhead than they save
 SEGMENTS_PER_PARTITION_MAX = 1_000_000  # a partition with more segments is not a Kafka log
@@ -154,9 +154,8 @@ def read_offset_index(index_path: Path, base_offset: int, log_size_bytes: int) -
     a planning hint and the log itself is authoritative."""
     if not index_path.exists():
         return np.zeros((0, 2), dtype=np.int64)
-    raw = np.fromfile(index_path, dtype=">i4")
-    usable = len(raw) - len(raw) % 2
-    entries = raw[:usable].reshape(-1, 2).astype(np.int64)
+    rows = _index_rows(index_path, OffsetIndex.DTYPE)
+    entries = np.stack((rows["key"], rows["value"]), axis=1).astype(np.int64)
     zero = np.nonzero((entries[:, 0] == 0) & (entries[:, 1] == 0))[0]
     if len(zero):
         entries = entries[: zero[0]]  # the first batch is never indexed, so (0, 0) is padding
@@ -175,11 +174,16 @@ def largest_timestamp(time_index_path: Path) -> int | None:
     """The last entry's timestamp of a ``.timeindex`` (the segment's max timestamp once rolled)."""
     if not time_index_path.exists():
         return None
-    raw = np.fromfile(time_index_path, dtype=np.uint8)
-    raw = raw[: len(raw) - len(raw) % TIME_INDEX_ENTRY_BYTES].reshape(-1, TIME_INDEX_ENTRY_BYTES)
-    timestamps = raw[:, :8].copy().view(">i8").ravel()
+    timestamps = _index_rows(time_index_path, TimeIndex.DTYPE)["key"]
     nonzero = np.nonzero(timestamps)[0]
     return int(timestamps[nonzero[-1]]) if len(nonzero) else None
+
+
+def _index_rows(path: Path, dtype: np.dtype) -> np.ndarray:
+    """The whole entries of an index file, in the storage layer's on-disk layout ``dtype``;
+    a partial entry at the end is ignored."""
+    raw = np.fromfile(path, dtype=np.uint8)
+    return raw[: len(raw) - len(raw) % dtype.itemsize].view(dtype)
 
 
 def _cut_points(entries: np.ndarray, size_bytes: int, split_bytes: int) -> list[int]:

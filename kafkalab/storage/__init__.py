@@ -18,9 +18,6 @@ from kafkalab.storage.events import (
 )
 from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.log import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
     FetchDataInfo,
     Log,
     TimestampAndOffset,
@@ -35,9 +32,6 @@ from kafkalab.storage.time_index import TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import AbortedTxn, TransactionIndex
 
 __all__ = [
-    "EARLIEST_TIMESTAMP",
-    "LATEST_TIMESTAMP",
-    "MAX_TIMESTAMP",
     "AbortedTxn",
     "CorruptCheckpointError",
     "EntryPosition",

@@ -17,7 +17,7 @@ All events are frozen, slotted dataclasses; the ``kind`` strings are the keys th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,14 @@ class IndexEntryAppended:
 
 @dataclass(frozen=True, slots=True)
 class LookupStep:
-    """One step of finding an offset: ``segment``, ``index_probe``, ``index_result``, ``scan``."""
+    """One step of finding an offset or a timestamp: ``segment``, ``index_probe``,
+    ``index_result``, ``scan``.
+
+    An offset lookup fills the fields shown in the repr. A timestamp lookup (``ListOffsets``)
+    also says which index a probe or result belongs to (``index="time"`` or ``"offset"``),
+    carries its target in ``target_timestamp`` (``target_offset`` is -1), a segment's largest
+    timestamp or a time-index key in ``timestamp``; these stay out of the repr.
+    """
 
     kind: str
     target_offset: int
@@ -52,6 +59,9 @@ class LookupStep:
     position: int = -1
     section: str = ""
     bytes_scanned: int = 0
+    index: str = field(default="offset", repr=False)
+    timestamp: int = field(default=-1, repr=False)
+    target_timestamp: int = field(default=-1, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

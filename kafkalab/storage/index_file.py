@@ -193,12 +193,14 @@ class IndexFile:
     def value_at(self, slot: int) -> int:
         return int(self._values[slot])
 
-    def floor_slot(self, target_key: int) -> int:
-        """The last slot with key <= ``target_key`` (-1 if none), Kafka's warm-section search."""
-        return index_search.floor_slot(self._keys, self._count, target_key, self.ENTRY_SIZE)
+    def floor_slot(self, target_key: int, on_probe: index_search.ProbeCallback | None = None) -> int:
+        """The last slot with key <= ``target_key`` (-1 if none), Kafka's warm-section search.
 
-    def floor_slot_traced(self, target_key: int, on_probe: index_search.ProbeCallback) -> int:
-        """The same search, slot by slot, reporting each probe (used when someone listens)."""
+        With ``on_probe`` (someone listens to the log) the search runs Kafka's loop slot by
+        slot and reports each entry it reads; without, numpy searches the chosen section.
+        Both give the same slot."""
+        if on_probe is None:
+            return index_search.floor_slot(self._keys, self._count, target_key, self.ENTRY_SIZE)
         return index_search.floor_slot_loop(
             self.key_at, self._count, target_key, self.ENTRY_SIZE, on_probe
         )

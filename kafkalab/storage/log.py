@@ -44,6 +44,7 @@ from typing import Protocol
 
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError, OffsetOutOfRangeError, StorageError
+from kafkalab.protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kafkalab.records import decode_batch
 from kafkalab.records.header import BatchHeader, read_header
 from kafkalab.storage import events as ev
@@ -56,9 +57,6 @@ from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuil
 from kafkalab.storage.log_dir_failure import offline_on_io_error
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
 
-EARLIEST_TIMESTAMP = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP
-LATEST_TIMESTAMP = -1  # ListOffsetsRequest.LATEST_TIMESTAMP
-MAX_TIMESTAMP = -3  # ListOffsetsRequest.MAX_TIMESTAMP (KIP-734)
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -66,9 +64,11 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
 class Scheduler(Protocol):
-    """Runs ``fn`` after ``delay_ms`` (kafkalab.timer's scheduler, or a test double)."""
+    """Runs ``callback`` once, ``delay_ms`` from now: the one scheduling seam of the storage
+    layer and the broker's periodic tasks. :class:`kafkalab.timer.Scheduler` implements it on
+    the timing wheel; tests pass doubles."""
 
-    def schedule(self, delay_ms: int, fn: Callable[[], None]) -> object: ...
+    def schedule(self, delay_ms: int, callback: Callable[[], object], *, name: str = "") -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,14 +318,12 @@ class Log:
             self._check_offset(offset)
         segments = self._segments
         slot = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
-        traced = bool(self._listeners)
+        listeners = self._listeners
         for position in range(slot, len(segments)):
             segment = segments[position]
-            if traced:
-                ev.emit(self._listeners, ev.LookupStep("segment", offset, segment.base_offset))
-                entry = segment.translate_offset_traced(offset)
-            else:
-                entry = segment.translate_offset(offset)
+            if listeners:
+                ev.emit(listeners, ev.LookupStep("segment", offset, segment.base_offset))
+            entry = segment.translate_offset(offset)  # reports its steps when someone listens
             if entry is not None:
                 return segment, entry
         return None
@@ -350,14 +348,23 @@ class Log:
     @offline_on_io_error("Error while fetching offset by timestamp")
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
         """ListOffsets: the first record whose timestamp is >= ``timestamp_ms``, with -2
-        (earliest), -1 (latest) and -3 (the record with the largest timestamp) as Kafka does."""
+        (earliest), -1 (latest) and -3 (the record with the largest timestamp) as Kafka does.
+
+        The log answers "latest" with its log end offset, everything it holds; what a consumer
+        may read ends at the high watermark, and the broker's ListOffsets handler answers a
+        consumer with that instead (as Kafka's ``Partition`` does before asking its log)."""
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return TimestampAndOffset(-1, self.log_start_offset, self._epoch_for(self.log_start_offset))
         if timestamp_ms == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, self._next_offset, self.leader_epoch_cache.latest_epoch)
         if timestamp_ms == MAX_TIMESTAMP:
             return self._record_with_max_timestamp()
+        listeners = self._listeners
         for segment in self._segments:
+            if listeners:
+                ev.emit(listeners, ev.LookupStep(
+                    "segment", -1, segment.base_offset, timestamp=segment.max_timestamp_so_far,
+                    target_timestamp=timestamp_ms))
             if segment.max_timestamp_so_far >= timestamp_ms:
                 entry = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
                 if entry is not None:

@@ -52,6 +52,7 @@ from kafkalab.records.header import (
     TIMESTAMP_TYPE_MASK,
     V2_ATTRIBUTES_OFFSET,
     V2_CRC_OFFSET,
+    V2_MAX_TIMESTAMP_OFFSET,
     BatchHeader,
     _new_header,
     read_header,
@@ -65,7 +66,6 @@ _BASE_AND_LENGTH_AND_EPOCH = struct.Struct(">qii")
 _ATTRIBUTES = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
-MAX_TIMESTAMP_OFFSET = 35
 NO_TIMESTAMP = -1
 
 
@@ -304,7 +304,7 @@ def stamp(
 def _restamp(buf: bytearray | memoryview, header: BatchHeader, attributes: int, max_timestamp: int) -> None:
     # Both fields are inside the CRC'd range [21, end): the CRC must be recomputed.
     _ATTRIBUTES.pack_into(buf, header.position + V2_ATTRIBUTES_OFFSET, attributes)
-    _INT64.pack_into(buf, header.position + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    _INT64.pack_into(buf, header.position + V2_MAX_TIMESTAMP_OFFSET, max_timestamp)
     crc = crc32c.crc32c(memoryview(buf)[header.position + V2_ATTRIBUTES_OFFSET : header.end_position])
     _UINT32.pack_into(buf, header.position + V2_CRC_OFFSET, crc)
 

@@ -3,7 +3,8 @@
 A :class:`LogConfig` holds the settings one partition's log obeys. The field names are the
 topic-level keys with dots turned into underscores (``segment.bytes`` -> ``segment_bytes``),
 so a learner can look any of them up in Kafka's documentation. Defaults are Kafka's topic
-defaults (``TopicConfig`` / ``LogConfig`` in Kafka 3.x/4.x).
+defaults (``TopicConfig`` / ``LogConfig`` in Kafka 4.x), read from the one table of config keys
+in :mod:`kafkalab.config.definitions`.
 
 Example::
 
@@ -21,15 +22,10 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kafkalab.config.definitions import SEGMENT_BYTES_MIN, topic_default
+from kafkalab.config.types import INT_MAX, LONG_MAX
 from kafkalab.errors import ConfigError
 
-LONG_MAX = 2**63 - 1  # Java's Long.MAX_VALUE: "never" for flush.messages / flush.ms
-INT_MAX = 2**31 - 1
-GIB = 1024 * 1024 * 1024
-MIB = 1024 * 1024
-
-# The smallest segment Kafka accepts: a segment must hold at least one batch header.
-SEGMENT_BYTES_MIN = 14  # LegacyRecord.RECORD_OVERHEAD_V0, Kafka's lower bound for segment.bytes
 SEGMENT_INDEX_BYTES_MIN = 4  # Kafka's lower bound for segment.index.bytes
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -40,28 +36,28 @@ CLEANUP_POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
 class LogConfig:
     """The settings of one partition's log. Immutable; shared freely between threads."""
 
-    segment_bytes: int = GIB
-    segment_ms: int = 7 * 24 * 60 * 60 * 1000
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10 * MIB
-    index_interval_bytes: int = 4096
-    max_message_bytes: int = 1048588
-    message_timestamp_type: str = "CreateTime"
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = 60 * 60 * 1000  # Kafka 4.0's default: one hour ahead
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    retention_ms: int = 7 * 24 * 60 * 60 * 1000
-    retention_bytes: int = -1
-    cleanup_policy: str = "delete"
-    delete_retention_ms: int = 24 * 60 * 60 * 1000
-    file_delete_delay_ms: int = 60_000
-    min_cleanable_dirty_ratio: float = 0.5
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    min_insync_replicas: int = 1
-    preallocate: bool = False
-    unclean_leader_election_enable: bool = False
+    segment_bytes: int = topic_default("segment.bytes")
+    segment_ms: int = topic_default("segment.ms")
+    segment_jitter_ms: int = topic_default("segment.jitter.ms")
+    segment_index_bytes: int = topic_default("segment.index.bytes")
+    index_interval_bytes: int = topic_default("index.interval.bytes")
+    max_message_bytes: int = topic_default("max.message.bytes")
+    message_timestamp_type: str = topic_default("message.timestamp.type")
+    message_timestamp_before_max_ms: int = topic_default("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = topic_default("message.timestamp.after.max.ms")
+    flush_messages: int = topic_default("flush.messages")
+    flush_ms: int = topic_default("flush.ms")
+    retention_ms: int = topic_default("retention.ms")
+    retention_bytes: int = topic_default("retention.bytes")
+    cleanup_policy: str = ",".join(topic_default("cleanup.policy"))
+    delete_retention_ms: int = topic_default("delete.retention.ms")
+    file_delete_delay_ms: int = topic_default("file.delete.delay.ms")
+    min_cleanable_dirty_ratio: float = topic_default("min.cleanable.dirty.ratio")
+    min_compaction_lag_ms: int = topic_default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = topic_default("max.compaction.lag.ms")
+    min_insync_replicas: int = topic_default("min.insync.replicas")
+    preallocate: bool = topic_default("preallocate")
+    unclean_leader_election_enable: bool = topic_default("unclean.leader.election.enable")
 
     def __post_init__(self) -> None:
         for name, low, high in _RANGES:

@@ -42,9 +42,9 @@ class OffsetPosition:
 class OffsetIndex(IndexFile):
     """A segment's ``.index``. Not thread-safe; owned by one :class:`LogSegment`."""
 
-    ENTRY_SIZE: ClassVar[int] = 8
+    ENTRY_SIZE: ClassVar[int] = ENTRY.size  # 8
     ENTRY: ClassVar[struct.Struct] = ENTRY
-    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i4"), ("value", ">i4")])
+    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i4"), ("value", ">i4")])  # the same, for numpy
     KIND: ClassVar[str] = "offset index"
 
     @property
@@ -85,7 +85,11 @@ class OffsetIndex(IndexFile):
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The largest entry with offset <= ``target_offset``, else ``(base_offset, 0)``."""
-        slot = self.floor_slot(target_offset - self.base_offset)
+        return self.floor_entry(self.floor_slot(target_offset - self.base_offset))
+
+    def floor_entry(self, slot: int) -> OffsetPosition:
+        """The entry a :meth:`floor_slot` answer names; slot -1 (no entry is low enough) means
+        "scan from the front of the segment"."""
         if slot < 0:
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(self.base_offset + int(self._keys[slot]), int(self._values[slot]))
@@ -109,15 +113,6 @@ class OffsetIndex(IndexFile):
         else:
             slot = int(keys[: first_hot + 1].searchsorted(target, "right")) - 1
         return int(self._values[slot])
-
-    def lookup_traced(
-        self, target_offset: int, on_probe: index_search.ProbeCallback
-    ) -> tuple[int, OffsetPosition]:
-        """:meth:`lookup` with Kafka's loop, reporting every slot probed; returns (slot, entry)."""
-        slot = self.floor_slot_traced(target_offset - self.base_offset, on_probe)
-        if slot < 0:
-            return slot, OffsetPosition(self.base_offset, 0)
-        return slot, OffsetPosition(self.base_offset + self.key_at(slot), self.value_at(slot))
 
     def entry(self, slot: int) -> OffsetPosition:
         if not 0 <= slot < self._count:

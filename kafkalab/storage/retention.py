@@ -1,4 +1,4 @@
-"""Retention: which old segments a log deletes, and the periodic task that deletes them.
+"""Retention: which old segments a log deletes.
 
 Mirrors Kafka's ``UnifiedLog.deleteOldSegments`` and its three helpers. On every check a log
 runs, in this order:
@@ -26,18 +26,18 @@ stay on disk but are below the log start offset, so no reader sees them.
 When every segment is deletable the active one is rolled first, so the log keeps an empty
 active segment at the log end offset (Kafka's rule). Deletion itself is the log's job
 (``Log.delete_segments``: drop from the segment map, rename to ``.deleted``, remove the files
-after ``file.delete.delay.ms`` on the scheduler).
+after ``file.delete.delay.ms`` on the scheduler). The broker runs :func:`delete_old_segments` over
+every log each ``log.retention.check.interval.ms`` (its ``kafka-log-retention`` task, in
+:mod:`kafkalab.broker.housekeeping`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from kafkalab.storage.log_config import LogConfig
-
-INITIAL_TASK_DELAY_MS = 30_000  # Kafka's LogManager.InitialTaskDelayMs before the first check
 
 
 class SegmentLike(Protocol):
@@ -182,50 +182,3 @@ def _delete(log: RetentionLog[S], predicate: Predicate, reason: str) -> int:
     if first_base_offset > log.log_start_offset:
         log.increment_log_start_offset(first_base_offset)
     return len(doomed)
-
-
-class Scheduler(Protocol):
-    """``kafkalab.timer.scheduler.Scheduler``'s shape."""
-
-    def schedule(self, delay_ms: int, callback: Callable[[], object], *, name: str = "") -> object: ...
-
-
-class RetentionTask:
-    """Runs :func:`delete_old_segments` on every log each ``log.retention.check.interval.ms``.
-
-    Mirrors the ``kafka-log-retention`` task Kafka's ``LogManager`` schedules. ``logs`` is
-    called on each run, so logs created or deleted in between are picked up; ``now_ms`` reads
-    the injected clock. Not thread-safe; owned by the log manager.
-    """
-
-    def __init__(
-        self,
-        scheduler: Scheduler,
-        logs: Callable[[], Iterable[RetentionLog[Any]]],
-        now_ms: Callable[[], int],
-        *,
-        check_interval_ms: int = 300_000,
-        initial_delay_ms: int = INITIAL_TASK_DELAY_MS,
-    ) -> None:
-        if check_interval_ms < 1:
-            raise ValueError(f"log.retention.check.interval.ms must be >= 1, got {check_interval_ms}")
-        self._scheduler = scheduler
-        self._logs = logs
-        self._now_ms = now_ms
-        self.check_interval_ms = check_interval_ms
-        self.runs = 0
-        self.deleted_segments = 0
-        self._stopped = False
-        self._scheduler.schedule(initial_delay_ms, self._run, name="kafka-log-retention")
-
-    def _run(self) -> None:
-        if self._stopped:
-            return
-        now_ms = self._now_ms()
-        for log in list(self._logs()):
-            self.deleted_segments += delete_old_segments(log, now_ms).total
-        self.runs += 1
-        self._scheduler.schedule(self.check_interval_ms, self._run, name="kafka-log-retention")
-
-    def stop(self) -> None:
-        self._stopped = True

@@ -25,6 +25,7 @@ file size, so a corrupt length can never send a scan past the end.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import os
 import struct
@@ -32,18 +33,22 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafkalab.errors import CorruptRecordError, InvalidRecordError, StorageError
 from kafkalab.records.header import (
     LOG_OVERHEAD,
+    LEGACY_TIMESTAMP_OFFSET,
     MAGIC_OFFSET,
     V2_HEADER_SIZE,
+    V2_PREFIX,
+    V2_PREFIX_SIZE,
     BatchHeader,
     iter_headers,
     verify_crc,
 )
 from kafkalab.storage import events as ev
+from kafkalab.storage import index_search
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex, OffsetPosition
 from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import TransactionIndex
@@ -53,10 +58,7 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-# Enough bytes to read any entry's offsets, size and max timestamp: v2 maxTimestamp ends at 43.
-PREFIX_BYTES = 43
-_PREFIX_V2 = struct.Struct(">qi4xb6xi8xq")  # baseOffset, size, magic, lastOffsetDelta, maxTimestamp
-_PREFIX_LEGACY = struct.Struct(">qi")
+_PREFIX_LEGACY = struct.Struct(">qi")  # offset, size: all a v0/v1 entry's position needs
 _INT64 = struct.Struct(">q")
 # A segment file is addressed with int32 positions in the offset index.
 SEGMENT_FILE_BYTES_MAX = 2**31 - 1
@@ -81,16 +83,35 @@ class EntryPosition(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class FileSlice:
-    """A byte range of a segment file that a server can ``sendfile`` as is."""
+    """``size_bytes`` bytes of a segment file starting at ``position``.
+
+    A log read returns these; the fetch response carries them as record data
+    (:class:`kafkalab.protocol.types.RecordsParts`) and the server ``sendfile``s each range
+    without copying it into memory.
+    """
 
     path: Path
     position: int
     size_bytes: int
 
+    def __post_init__(self) -> None:
+        if self.position < 0 or self.size_bytes < 0:
+            raise ValueError(
+                f"FileSlice needs position >= 0 and size >= 0, got "
+                f"position {self.position}, size {self.size_bytes}"
+            )
+
     def read_bytes(self) -> bytes:
+        """Copy the slice into memory (where sendfile is not available, and in tests)."""
         with open(self.path, "rb") as file:
             file.seek(self.position)
-            return file.read(self.size_bytes)
+            data = file.read(self.size_bytes)
+        if len(data) != self.size_bytes:
+            raise StorageError(
+                f"file slice {self.path} at {self.position} wants {self.size_bytes} bytes, "
+                f"the file gave {len(data)}"
+            )
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,13 +281,14 @@ class LogSegment:
             return None
         view = self._view()
         magic = view[position + MAGIC_OFFSET]
-        if magic == 2 and end - position >= PREFIX_BYTES:
-            base_offset, size, _m, delta, max_ts = _PREFIX_V2.unpack_from(view, position)
+        if magic == 2 and end - position >= V2_PREFIX_SIZE:
+            base_offset, size, _m, delta, max_ts = V2_PREFIX.unpack_from(view, position)
             last_offset = base_offset + delta
         else:
             last_offset, size = _PREFIX_LEGACY.unpack_from(view, position)
             base_offset = last_offset
-            max_ts = _INT64.unpack_from(view, position + 18)[0] if magic == 1 and end - position >= 26 else NO_TIMESTAMP
+            has_ts = magic == 1 and end - position >= LEGACY_TIMESTAMP_OFFSET + 8
+            max_ts = _INT64.unpack_from(view, position + LEGACY_TIMESTAMP_OFFSET)[0] if has_ts else NO_TIMESTAMP
         size_bytes = LOG_OVERHEAD + size
         if size < 0 or magic > 2 or position + size_bytes > end:
             raise CorruptRecordError(
@@ -286,9 +308,30 @@ class LogSegment:
             position += entry.size_bytes
 
     def translate_offset(self, offset: int, start_position: int = 0) -> EntryPosition | None:
-        """The first entry whose last offset is >= ``offset`` (``LogSegment.translateOffset``)."""
-        position = self.offset_index.floor_position(offset)
-        return self.scan_for_offset(offset, max(position, start_position))
+        """The first entry whose last offset is >= ``offset`` (``LogSegment.translateOffset``).
+        With listeners, each index probe, the entry found and the scan are reported as
+        ``LookupStep`` events; without, the lookup pays one test for them."""
+        listeners = self.listeners
+        if not listeners:
+            position = self.offset_index.floor_position(offset)
+            return self.scan_for_offset(offset, max(position, start_position))
+
+        step = ev.LookupStep("", offset, self.base_offset)
+        slot = self.offset_index.floor_slot(offset - self.base_offset, self._probe_reporter(step, "offset"))
+        mapping = self.offset_index.floor_entry(slot)
+        ev.emit(listeners, dataclasses.replace(
+            step, kind="index_result", slot=slot, offset=mapping.offset, position=mapping.position))
+        entry = self.scan_for_offset(offset, max(mapping.position, start_position))
+        self._emit_scan(dataclasses.replace(step, kind="scan"), mapping.position, entry)
+        return entry
+
+    def _emit_scan(self, step: ev.LookupStep, start_position: int, entry: EntryPosition | None) -> None:
+        """Report the scan ending a lookup: the entry found (or none), bytes read to its end."""
+        scanned = (entry.position + entry.size_bytes if entry else self._size_bytes) - start_position
+        ev.emit(self.listeners, dataclasses.replace(
+            step, offset=entry.last_offset if entry else -1,
+            position=entry.position if entry else -1, bytes_scanned=scanned,
+        ))
 
     def scan_for_offset(self, offset: int, position: int) -> EntryPosition | None:
         """Walk entries from ``position`` to the first whose last offset is >= ``offset``.
@@ -299,8 +342,8 @@ class LogSegment:
         """
         end = self._size_bytes
         view = self._view() if end else None
-        while end - position >= PREFIX_BYTES and view is not None and view[position + MAGIC_OFFSET] == 2:
-            base_offset, size, _m, delta, max_ts = _PREFIX_V2.unpack_from(view, position)
+        while end - position >= V2_PREFIX_SIZE and view is not None and view[position + MAGIC_OFFSET] == 2:
+            base_offset, size, _m, delta, max_ts = V2_PREFIX.unpack_from(view, position)
             size_bytes = LOG_OVERHEAD + size
             if size < V2_HEADER_SIZE - LOG_OVERHEAD or position + size_bytes > end:
                 break  # let _entry_tuple raise the typed error
@@ -313,26 +356,6 @@ class LogSegment:
                 return EntryPosition(*found)
             found = self._entry_tuple(found[2] + found[3])
         return None
-
-    def translate_offset_traced(self, offset: int) -> EntryPosition | None:
-        """:meth:`translate_offset` that reports each index probe and the scan as events."""
-        def on_probe(slot: int, key: int, section: str) -> None:
-            ev.emit(self.listeners, ev.LookupStep(
-                "index_probe", offset, self.base_offset, slot=slot,
-                offset=self.base_offset + key, section=section,
-            ))
-        slot, mapping = self.offset_index.lookup_traced(offset, on_probe)
-        ev.emit(self.listeners, ev.LookupStep(
-            "index_result", offset, self.base_offset, slot=slot,
-            offset=mapping.offset, position=mapping.position,
-        ))
-        entry = self.scan_for_offset(offset, mapping.position)
-        scanned = (entry.position + entry.size_bytes if entry else self._size_bytes) - mapping.position
-        ev.emit(self.listeners, ev.LookupStep(
-            "scan", offset, self.base_offset, offset=entry.last_offset if entry else -1,
-            position=entry.position if entry else -1, bytes_scanned=scanned,
-        ))
-        return entry
 
     def read(
         self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool,
@@ -357,13 +380,40 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp_ms: int, starting_offset: int) -> EntryPosition | None:
         """The first batch at/after ``starting_offset`` whose max timestamp is >= the target
-        (``LogSegment.findOffsetByTimestamp``, at batch granularity)."""
-        ts_entry = self.time_index.lookup(timestamp_ms)
-        position = self.offset_index.lookup(max(ts_entry.offset, starting_offset)).position
-        for entry in self.entries_from(position):
-            if entry.max_timestamp >= timestamp_ms and entry.last_offset >= starting_offset:
-                return entry
-        return None
+        (``LogSegment.findOffsetByTimestamp``, at batch granularity). With listeners, both
+        index searches and the scan are reported as ``LookupStep`` events (``index="time"``
+        for the time index)."""
+        listeners = self.listeners
+        step = ev.LookupStep("", -1, self.base_offset, target_timestamp=timestamp_ms) if listeners else None
+        time_slot = self.time_index.floor_slot(
+            timestamp_ms, self._probe_reporter(step, "time") if step else None)
+        ts_entry = self.time_index.floor_entry(time_slot)
+        if step:
+            ev.emit(listeners, dataclasses.replace(
+                step, kind="index_result", index="time", slot=time_slot,
+                timestamp=ts_entry.timestamp, offset=ts_entry.offset))
+        start_offset = max(ts_entry.offset, starting_offset)
+        slot = self.offset_index.floor_slot(
+            start_offset - self.base_offset, self._probe_reporter(step, "offset") if step else None)
+        mapping = self.offset_index.floor_entry(slot)
+        if step:
+            ev.emit(listeners, dataclasses.replace(
+                step, kind="index_result", slot=slot, offset=mapping.offset, position=mapping.position))
+        found = next((entry for entry in self.entries_from(mapping.position)
+                      if entry.max_timestamp >= timestamp_ms and entry.last_offset >= starting_offset), None)
+        if step:
+            self._emit_scan(dataclasses.replace(step, kind="scan"), mapping.position, found)
+        return found
+
+    def _probe_reporter(self, step: ev.LookupStep, index: str) -> index_search.ProbeCallback:
+        """An index search's ``on_probe`` that reports each slot read as an ``index_probe``."""
+        def on_probe(slot: int, key: int, section: str) -> None:
+            # A time-index key is a timestamp; an offset-index key is relative to the base offset.
+            key_fields: dict[str, Any] = {"index": "time", "timestamp": key} if index == "time" else {
+                "offset": self.base_offset + key}
+            ev.emit(self.listeners, dataclasses.replace(
+                step, kind="index_probe", slot=slot, section=section, **key_fields))
+        return on_probe
 
     def read_next_offset(self) -> int:
         """One past the last offset in this segment (base offset when empty)."""

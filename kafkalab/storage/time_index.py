@@ -42,9 +42,9 @@ class TimestampOffset:
 class TimeIndex(IndexFile):
     """A segment's ``.timeindex``. Not thread-safe; owned by one :class:`LogSegment`."""
 
-    ENTRY_SIZE: ClassVar[int] = 12
+    ENTRY_SIZE: ClassVar[int] = ENTRY.size  # 12
     ENTRY: ClassVar[struct.Struct] = ENTRY
-    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i8"), ("value", ">i4")])
+    DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i8"), ("value", ">i4")])  # the same, for numpy
     KIND: ClassVar[str] = "time index"
 
     def is_full(self) -> bool:
@@ -95,7 +95,10 @@ class TimeIndex(IndexFile):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The largest entry with timestamp <= target, else ``(-1, base_offset)``."""
-        slot = self.floor_slot(target_timestamp)
+        return self.floor_entry(self.floor_slot(target_timestamp))
+
+    def floor_entry(self, slot: int) -> TimestampOffset:
+        """The entry a :meth:`floor_slot` answer names; slot -1 means ``(-1, base_offset)``."""
         if slot < 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return TimestampOffset(self.key_at(slot), self.base_offset + self.value_at(slot))

@@ -39,6 +39,7 @@ from kafkalab.config.resolve import (
 from kafkalab.config.store import DEFAULT_ENTITY, ENTITY_TYPES, DynamicConfigStore
 from kafkalab.config.types import format_value
 from kafkalab.errors import ConfigError, ErrorCode, KafkaError
+from kafkalab.protocol.api_keys import ApiKey
 
 ADD_CONFIG_ITEMS_MAX = 1000  # one --add-config with more items than this is a mistake
 
@@ -132,7 +133,6 @@ _DESCRIBERS: dict[str, Callable[[LocalConfigTarget, Entity, bool], list[ConfigEn
 
 # --- the --bootstrap-server target --------------------------------------------------------------
 
-DESCRIBE_CONFIGS_KEY, INCREMENTAL_ALTER_CONFIGS_KEY = 32, 44
 _RESOURCE_TYPES = {"topics": 2, "brokers": 4}  # ConfigResource.Type TOPIC and BROKER
 _SOURCES_BY_ID = {1: ConfigSource.DYNAMIC_TOPIC_CONFIG, 2: ConfigSource.DYNAMIC_BROKER_CONFIG,
                   3: ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, 4: ConfigSource.STATIC_BROKER_CONFIG,
@@ -164,7 +164,7 @@ class NetworkConfigTarget:
         resource = {"resource_type": _resource_type(entity.entity_type),
                     "resource_name": entity.name or "", "configuration_keys": None}
         with bootstrap(self.bootstrap_servers) as connection:
-            response = connection.request(DESCRIBE_CONFIGS_KEY, {"resources": [resource], "include_synonyms": True})
+            response = connection.request(ApiKey.DESCRIBE_CONFIGS, {"resources": [resource], "include_synonyms": True})
         [result] = response.results
         _raise_for(result.error_code, result.error_message, f"Describe configs of {entity.entity_type} {entity.name}")
         entries = [_entry_from_wire(c) for c in result.configs]
@@ -181,7 +181,7 @@ class NetworkConfigTarget:
         resource = {"resource_type": _resource_type(entity.entity_type), "resource_name": entity.name or "",
                     "configs": configs}
         with bootstrap(self.bootstrap_servers) as connection:
-            response = connection.request(INCREMENTAL_ALTER_CONFIGS_KEY,
+            response = connection.request(ApiKey.INCREMENTAL_ALTER_CONFIGS,
                                           {"resources": [resource], "validate_only": False})
         [result] = response.responses
         _raise_for(result.error_code, result.error_message, f"Alter configs of {entity.entity_type} {entity.name}")

@@ -25,7 +25,8 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from kafkalab.client.connection import BrokerConnection, bootstrap
-from kafkalab.client.data import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, fetch_records, list_offset
+from kafkalab.client.data import fetch_records, list_offset
+from kafkalab.protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkalab.errors import KafkaError
 from kafkalab.records import Record
 

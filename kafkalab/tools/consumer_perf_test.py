@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from kafkalab.client.connection import BrokerConnection, bootstrap, check_error
-from kafkalab.client.data import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, fetch_records, list_offset
+from kafkalab.client.data import fetch_records, list_offset
+from kafkalab.protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkalab.clock import Clock, SystemClock
 from kafkalab.errors import BrokerResponseError, ConfigError, KafkaError
 from kafkalab.records import Record

@@ -34,6 +34,7 @@ from kafkalab.client.connection import bootstrap
 from kafkalab.clock import SystemClock
 from kafkalab.config.store import DynamicConfigStore
 from kafkalab.errors import ErrorCode, InvalidRequestError, KafkaError, OffsetOutOfRangeError
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.storage.log_manager import LogManager
 
 OFFSET_FILE_BYTES_MAX = 16 * 1024 * 1024  # far beyond a file naming every partition of a cluster
@@ -83,7 +84,6 @@ def _delete_one(manager: LogManager, tp: TopicPartition, offset: int) -> int | K
     return log.log_start_offset
 
 
-DELETE_RECORDS_KEY = 21
 DELETE_RECORDS_TIMEOUT_MS = 30_000  # kafka-delete-records' request.timeout.ms default
 # Kafka's own messages for the errors a DeleteRecords partition result carries most often.
 _ERROR_TEXT: dict[int, tuple[type[KafkaError], str]] = {
@@ -107,7 +107,7 @@ class NetworkDeleteRecordsTarget:
         body = {"topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
                 "timeout_ms": DELETE_RECORDS_TIMEOUT_MS}
         with bootstrap(self.bootstrap_servers) as connection:
-            response = connection.request(DELETE_RECORDS_KEY, body)
+            response = connection.request(ApiKey.DELETE_RECORDS, body)
         answered: dict[TopicPartition, int | KafkaError] = {}
         for topic in response.topics:
             for result in topic.partitions:

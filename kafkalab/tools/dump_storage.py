@@ -34,13 +34,13 @@ from typing import TextIO
 from kafkalab.errors import CorruptIndexError, CorruptRecordError
 from kafkalab.records.header import decrement_sequence, iter_headers, read_header
 from kafkalab.storage import producer_snapshot
+from kafkalab.storage.offset_index import ENTRY as OFFSET_ENTRY
+from kafkalab.storage.time_index import ENTRY as TIME_ENTRY
 from kafkalab.storage.txn_index import ENTRY as TXN_ENTRY
 
 Dumper = Callable[[Path, argparse.Namespace, TextIO], None]
 
 NO_TIMESTAMP = -1
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
 
 
 def _flag(args: argparse.Namespace, name: str) -> bool:
@@ -81,7 +81,7 @@ def _report_invalid(path: Path, invalid: int, out: TextIO) -> None:
 
 
 def _offset_entries(path: Path, base: int) -> tuple[list[tuple[int, int]], int]:
-    raw, invalid = _read_entries(path, _OFFSET_ENTRY)
+    raw, invalid = _read_entries(path, OFFSET_ENTRY)
     return [(base + rel, pos) for rel, pos in raw], invalid
 
 
@@ -126,7 +126,7 @@ def dump_offset_index(path: Path, args: argparse.Namespace, out: TextIO) -> None
 def dump_time_index(path: Path, args: argparse.Namespace, out: TextIO) -> None:
     """``.timeindex``: ``timestamp: T offset: O`` per entry, with Kafka's three checks."""
     base = _base_offset(path)
-    raw, invalid = _read_entries(path, _TIME_ENTRY)
+    raw, invalid = _read_entries(path, TIME_ENTRY)
     entries = [(ts, base + rel) for ts, rel in raw]
     if _flag(args, "index_sanity_check"):
         if invalid or (entries and (entries[-1][1] < base or entries[-1][0] < entries[0][0])):

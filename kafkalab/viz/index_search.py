@@ -17,11 +17,11 @@ engine's own work:
    holds the target. Its bytes, and every batch before it since that position, are the bytes
    scanned: the price of a sparse index.
 
-Offset lookups are traced from the :class:`~kafkalab.storage.events.LookupStep` events a real
-:class:`~kafkalab.storage.log.Log` emits. The log emits no events for timestamp lookups, so
-:func:`trace_timestamp_lookup` drives the same public pieces (``TimeIndex.floor_slot_traced``,
-``OffsetIndex.lookup_traced``, ``LogSegment.entries_from``) and records the same kinds of step.
-:func:`lookup_state` is the pure function from those steps to what the figure shows.
+Both kinds of lookup are traced from the :class:`~kafkalab.storage.events.LookupStep` events a
+real :class:`~kafkalab.storage.log.Log` emits while it answers (``Log.lookup`` for an offset,
+``Log.offset_for_timestamp`` for a timestamp): the widget shows the engine's own search, never
+a re-enactment. :func:`lookup_state` is the pure function from those steps to what the figure
+shows.
 
 Worked example (chapter 04): :func:`build_worked_example_log` writes batches of 160, 160, 300,
 600 and 100 bytes with ``index.interval.bytes = 300``, so segment 0's ``.index`` holds
@@ -41,8 +41,6 @@ from typing import Any
 
 from kafkalab.clock import ManualClock
 from kafkalab.errors import ConfigError, OffsetOutOfRangeError
-from kafkalab.records.codec import decode_batch
-from kafkalab.records.header import read_header
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
 from kafkalab.storage import events as ev
@@ -123,11 +121,15 @@ class LookupTrace:
 
 
 def steps_from_events(events: Sequence[ev.LogEvent]) -> list[TraceStep]:
-    """The engine's :class:`LookupStep` events of one offset lookup, as trace steps."""
+    """The engine's :class:`LookupStep` events of one lookup (offset or timestamp), as trace
+    steps. A time-index probe's key is a timestamp; its result is (timestamp, offset)."""
     converters: dict[str, Callable[[ev.LookupStep], TraceStep]] = {
-        "segment": lambda e: TraceStep("segment", key=e.segment_base_offset),
-        "index_probe": lambda e: TraceStep("probe", "offset", e.slot, e.offset, section=e.section),
-        "index_result": lambda e: TraceStep("result", "offset", e.slot, e.offset, e.position),
+        "segment": lambda e: TraceStep("segment", key=e.segment_base_offset, value=e.timestamp),
+        "index_probe": lambda e: TraceStep(
+            "probe", e.index, e.slot, e.timestamp if e.index == "time" else e.offset, section=e.section),
+        "index_result": lambda e: (
+            TraceStep("result", "time", e.slot, e.timestamp, e.offset) if e.index == "time"
+            else TraceStep("result", "offset", e.slot, e.offset, e.position)),
         "scan": lambda e: TraceStep("scan", key=e.offset, value=e.position, bytes_scanned=e.bytes_scanned),
     }
     return [converters[e.kind](e) for e in events if isinstance(e, ev.LookupStep)]
@@ -202,68 +204,33 @@ def trace_offset_lookup(log: Log, offset: int) -> LookupTrace:
     return lookup_state("offset", offset, steps, scanned)
 
 
-def _index_search(index: OffsetIndex | TimeIndex, name: str, target_key: int, steps: list[TraceStep]) -> int:
-    """Run the engine's traced search on ``index`` and record its probes; returns the slot."""
-    def on_probe(slot: int, key: int, section: str) -> None:
-        absolute = key + index.base_offset if name == "offset" else key
-        steps.append(TraceStep("probe", name, slot, absolute, section=section))
-
-    relative = target_key - index.base_offset if name == "offset" else target_key
-    return index.floor_slot_traced(relative, on_probe)
-
-
 def trace_timestamp_lookup(log: Log, timestamp_ms: int) -> LookupTrace:
-    """Kafka's ``LogSegment.findOffsetByTimestamp``, step by step, on ``log``'s real files.
+    """Look ``timestamp_ms`` up in ``log`` (``Log.offset_for_timestamp``, Kafka's
+    ``LogSegment.findOffsetByTimestamp``) and trace it from the log's events.
 
     Segments are compared by largest timestamp; the time index gives ``(timestamp, offset)``;
     the offset index gives the position to scan from; the first batch whose max timestamp
     reaches the target is decoded and its first record at or after the target is the answer.
     """
-    steps: list[TraceStep] = []
-    segment = None
-    for candidate in log.segments:
-        steps.append(TraceStep("segment", key=candidate.base_offset, value=candidate.max_timestamp_so_far))
-        if candidate.max_timestamp_so_far >= timestamp_ms:
-            segment = candidate
-            break
-    if segment is None:
+    if not any(s.max_timestamp_so_far >= timestamp_ms for s in log.segments):
         raise OffsetOutOfRangeError(
             f"no record of {log.directory.name} has a timestamp >= {timestamp_ms} "
             f"(largest is {max(s.max_timestamp_so_far for s in log.segments)})"
         )
-    time_slot = _index_search(segment.time_index, "time", timestamp_ms, steps)
-    time_entry = segment.time_index.lookup(timestamp_ms)
-    steps.append(TraceStep("result", "time", time_slot, time_entry.timestamp, time_entry.offset))
-    start_offset = max(time_entry.offset, log.log_start_offset)
-    slot = _index_search(segment.offset_index, "offset", start_offset, steps)
-    mapping = segment.offset_index.lookup(start_offset)
-    steps.append(TraceStep("result", "offset", slot, mapping.offset, mapping.position))
-    found, record = _scan_for_timestamp(segment, mapping.position, timestamp_ms, log.log_start_offset)
-    scanned_end = found.position + found.size_bytes if found else segment.size_bytes
-    steps.append(TraceStep(
-        "scan", key=found.last_offset if found else -1, value=found.position if found else -1,
-        bytes_scanned=scanned_end - mapping.position,
-    ))
-    scanned = _scanned_batches(segment, mapping.position, found.position if found else -1)
+    events: list[ev.LogEvent] = []
+    unsubscribe = log.subscribe(events.append)
+    try:
+        answer = log.offset_for_timestamp(timestamp_ms)
+    finally:
+        unsubscribe()
+    steps = steps_from_events(events)
+    trace = lookup_state("timestamp", timestamp_ms, steps)
+    segment = next(s for s in log.segments if s.base_offset == trace.segment_base_offset)
+    scanned = _scanned_batches(segment, trace.start_position, trace.found_position)
     return lookup_state(
         "timestamp", timestamp_ms, steps, scanned,
-        found_offset=record.offset if record else -1, found_timestamp=record.timestamp if record else -1,
+        found_offset=answer.offset if answer else -1, found_timestamp=answer.timestamp if answer else -1,
     )
-
-
-def _scan_for_timestamp(
-    segment: LogSegment, position: int, timestamp_ms: int, starting_offset: int
-) -> tuple[EntryPosition | None, Record | None]:
-    for entry in segment.entries_from(position):
-        if entry.max_timestamp < timestamp_ms or entry.last_offset < starting_offset:
-            continue
-        data = segment.read(entry.base_offset, entry.size_bytes, None, True, start=entry)
-        assert data is not None  # the entry was just read from this segment
-        buf = data.read_bytes()[: entry.size_bytes]
-        for record in decode_batch(buf, read_header(buf, 0)).records:
-            if record.timestamp >= timestamp_ms and record.offset >= starting_offset:
-                return entry, record
-    return None, None
 
 
 def plain_binary_search(keys: Sequence[int], target: int) -> tuple[int, list[int]]:

@@ -109,3 +109,27 @@ def test_unknown_key_did_you_mean() -> None:
     with pytest.raises(ConfigError) as info:
         lookup("zzzz", TOPIC_KEYS, "topic")
     assert "Did you mean" not in str(info.value)
+
+
+def test_components_take_kafkas_defaults_from_the_tables():
+    """LogConfig's fields are topic keys and the periodic tasks' intervals are broker keys, so
+    each default is written once (in definitions.py) and read everywhere else."""
+    import dataclasses
+
+    from kafkalab.broker.housekeeping import _KEYS as INTERVAL_KEYS, HousekeepingIntervals
+    from kafkalab.broker.settings import BrokerSettings
+    from kafkalab.config.definitions import BROKER_KEYS, TOPIC_KEYS
+    from kafkalab.storage.log_config import LogConfig
+
+    config = LogConfig()
+    for fld in dataclasses.fields(LogConfig):
+        default = TOPIC_KEYS[fld.name.replace("_", ".")].default
+        value = getattr(config, fld.name)
+        assert value == (",".join(default) if isinstance(default, list) else default), fld.name
+    intervals = HousekeepingIntervals()
+    for name, key in INTERVAL_KEYS.items():
+        assert getattr(intervals, name) == BROKER_KEYS[key].default, key
+    settings = BrokerSettings.from_properties({}, bound_host="localhost", bound_port=9092)
+    assert (settings.num_partitions, settings.message_max_bytes, settings.auto_create_topics_enable) == (
+        1, 1048588, True)  # Kafka 4.x's num.partitions, message.max.bytes, auto.create.topics.enable
+    assert config.file_delete_delay_ms == 60_000  # Kafka's file.delete.delay.ms

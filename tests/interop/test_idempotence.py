@@ -21,7 +21,9 @@ from confluent_kafka import Producer
 from kafka import KafkaProducer
 
 from kafkalab.client.connection import BrokerConnection, parse_bootstrap
-from kafkalab.client.data import CONSUMER_REPLICA_ID, FETCH_KEY, LATEST_TIMESTAMP, list_offset
+from kafkalab.client.data import CONSUMER_REPLICA_ID, list_offset
+from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.protocol.messages.list_offsets import LATEST_TIMESTAMP
 from kafkalab.client.launcher import ServerProcess
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol import SCHEMAS
@@ -58,12 +60,12 @@ def produce_raw(conn: BrokerConnection, topic: str, batch: bytes) -> Any:
 
 def stored_headers(conn: BrokerConnection, topic: str, partition: int = 0) -> list[BatchHeader]:
     """The headers of every batch the broker stored, from one raw Fetch at offset 0."""
-    request = SCHEMAS[FETCH_KEY][0].cls
+    request = SCHEMAS[ApiKey.FETCH][0].cls
     topic_cls = request.FetchTopic
     body = request(replica_id=CONSUMER_REPLICA_ID, max_wait_ms=0, min_bytes=1, max_bytes=1 << 24,
                    isolation_level=0, topics=(topic_cls(topic=topic, partitions=(topic_cls.FetchPartition(
                        partition=partition, fetch_offset=0, partition_max_bytes=1 << 24),)),))
-    (topic_response,) = conn.request(FETCH_KEY, body).responses
+    (topic_response,) = conn.request(ApiKey.FETCH, body).responses
     (result,) = topic_response.partitions
     assert result.error_code == 0
     return [batch.header for batch in iter_batches(result.records or b"")]

@@ -38,3 +38,17 @@ def test_every_key_kafka_python_ships_has_kafkas_number() -> None:
 def test_every_implemented_api_has_a_name() -> None:
     for api_key in SCHEMAS:
         assert ApiKey(api_key).value == api_key
+
+
+def test_schemas_handlers_and_advertised_ranges_use_the_enum() -> None:
+    from kafkalab.broker.broker import HANDLERS
+    from kafkalab.protocol.versions import ADVERTISED, is_implemented
+
+    for table in (SCHEMAS, HANDLERS, ADVERTISED):
+        assert all(type(key) is ApiKey for key in table)
+    assert set(HANDLERS) == set(SCHEMAS) == set(ADVERTISED)
+    for key, (request, response) in SCHEMAS.items():
+        assert request.api_key is key and response.api_key is key
+    # Produce is advertised from v0 for librdkafka, but only v3+ is implemented.
+    assert ADVERTISED[ApiKey.PRODUCE][0] == 0 and not is_implemented(ApiKey.PRODUCE, 2)
+    assert is_implemented(ApiKey.PRODUCE, 3) and not is_implemented(ApiKey.ADD_PARTITIONS_TO_TXN, 0)

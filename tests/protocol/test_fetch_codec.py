@@ -12,7 +12,8 @@ from kafkalab.errors import ProtocolError
 from kafkalab.protocol.fetch_codec import decode_fetch_request, encode_fetch_response
 from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
-from kafkalab.protocol.types import FileSlice, RecordsParts, Writer
+from kafkalab.protocol.types import RecordsParts, Writer
+from kafkalab.storage.segment import FileSlice
 from kafkalab.server.connection import coalesce
 from tests.protocol._protocol_values import random_struct
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import mmap
 
+import numpy as np
+
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -163,3 +165,22 @@ def test_max_batch_bytes_limit() -> None:
     with pytest.raises(CorruptRecordError, match="exceeds the limit"):
         list(iter_headers(data, max_batch_bytes=len(data) - 1))
     assert len(list(iter_headers(data, max_batch_bytes=len(data)))) == 1
+
+
+def test_v2_header_layout_is_kafka_pythons():
+    """The one declaration of the v2 header (struct, offsets, the prefix storage scans, the
+    columnar dtype) agrees with kafka-python's DefaultRecordBatch layout."""
+    from kafkalab.records import header as h
+    from kafkalab.records.columnar import V2_HEADER_DTYPE
+
+    assert h.V2_HEADER.format == DefaultRecordBatch.HEADER_STRUCT.format.replace(" ", "")
+    assert h.V2_ATTRIBUTES_OFFSET == DefaultRecordBatch.ATTRIBUTES_OFFSET
+    assert h.V2_CRC_OFFSET == DefaultRecordBatch.CRC_OFFSET
+    batch = kp_v2(3, base_offset=100)
+    fields = dict(zip([name for name, _ in h.V2_HEADER_FIELDS], h.V2_HEADER.unpack_from(batch)))
+    kp = DefaultRecordBatch(batch)
+    assert (fields["base_offset"], fields["last_offset_delta"], fields["max_timestamp"],
+            fields["records_count"]) == (kp.base_offset, kp.last_offset_delta, kp.max_timestamp, 3)
+    assert h.V2_PREFIX.unpack_from(batch) == (100, fields["batch_length"], 2, 2, kp.max_timestamp)
+    row = np.frombuffer(batch[: h.V2_HEADER_SIZE], V2_HEADER_DTYPE)[0]
+    assert tuple(row.tolist()) == tuple(fields.values())

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pytest
 
-from kafkalab.clock import ManualClock
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.retention import (
-    RetentionTask,
     delete_old_segments,
     deletable_segments,
     log_start_offset_predicate,
@@ -155,40 +153,3 @@ def test_deletable_segments_is_pure() -> None:
     log = four_segments(log_start_offset=25)
     assert [s.base_offset for s in deletable_segments(log, log_start_offset_predicate(25))] == [0, 11]
     assert bases(log) == [0, 11, 23, 30]
-
-
-class FakeScheduler:
-    """Runs callbacks when the test moves time (the timing wheel's scheduler contract)."""
-
-    def __init__(self, clock: ManualClock) -> None:
-        self.clock = clock
-        self.tasks: list[tuple[int, Callable[[], object]]] = []
-
-    def schedule(self, delay_ms: int, callback: Callable[[], object], *, name: str = "") -> None:
-        self.tasks.append((self.clock.milliseconds() + delay_ms, callback))
-
-    def advance(self, delta_ms: int) -> None:
-        self.clock.advance_ms(delta_ms)
-        due = sorted((t for t in self.tasks if t[0] <= self.clock.milliseconds()), key=lambda t: t[0])
-        self.tasks = [t for t in self.tasks if t[0] > self.clock.milliseconds()]
-        for _, callback in due:
-            callback()
-
-
-def test_periodic_task_runs_every_interval_and_sees_config_changes() -> None:
-    clock = ManualClock(now_ms=1_000)
-    scheduler = FakeScheduler(clock)
-    log = four_segments(config=LogConfig(retention_ms=-1))
-    task = RetentionTask(scheduler, lambda: [log], clock.milliseconds, check_interval_ms=300_000, initial_delay_ms=30_000)
-    scheduler.advance(29_999)
-    assert task.runs == 0
-    scheduler.advance(1)
-    assert task.runs == 1 and bases(log) == [0, 11, 23, 30]
-    log.config = LogConfig(retention_ms=100_000)  # a dynamic config change lowers retention
-    scheduler.advance(299_999)
-    assert task.runs == 1
-    scheduler.advance(1)
-    assert task.runs == 2 and bases(log) == [35]
-    task.stop()
-    scheduler.advance(300_000)
-    assert task.runs == 2

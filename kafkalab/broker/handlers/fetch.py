@@ -30,8 +30,9 @@ from kafkalab.replication.partition import NotLeaderOrFollowerError, Partition
 from kafkalab.replication.truncation import EpochEndOffset
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
-from kafkalab.protocol.types import FileSlice, RecordsParts
+from kafkalab.protocol.types import RecordsParts
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 _R = FETCH_RESPONSE.cls
 _T = _R.FetchableTopicResponse
 _P = _T.PartitionData
-FETCH_API_KEY = 1
 
 
 def handle_fetch(broker: Broker, request: Request) -> Any:
@@ -54,7 +54,7 @@ def handle_fetch(broker: Broker, request: Request) -> Any:
 
     def respond(completed: Any) -> None:
         broker.parked_fetches.pop(connection_id, None)
-        broker.respond(connection_id, FETCH_API_KEY, header.api_version, header.correlation_id, completed)
+        broker.respond(connection_id, ApiKey.FETCH, header.api_version, header.correlation_id, completed)
 
     operation = DelayedFetch(
         connection_id, body.max_wait_ms, body.min_bytes, lambda: read_partitions(broker, body), respond,
@@ -123,7 +123,7 @@ def _read_one(
     except KafkaError as error:
         broker.on_storage_error(error)
         return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
-    slices = tuple(FileSlice(s.path, s.position, s.size_bytes) for s in info.slices)
+    slices = tuple(info.slices)  # the storage layer's file slices, sent as they are
     size_bytes = sum(s.size_bytes for s in slices)
     return _partition(wanted, 0, high_watermark, log_start_offset, RecordsParts(slices)), size_bytes
 

@@ -11,14 +11,15 @@ api_keys=[(18, 0, 3)]`` and kafka-python retries with v3.
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
-API_VERSIONS_REQUEST = message("ApiVersionsRequest", api_key=18, valid="0-4", flexible="3+", fields=[
+API_VERSIONS_REQUEST = message("ApiVersionsRequest", api_key=ApiKey.API_VERSIONS, valid="0-4", flexible="3+", fields=[
     f("client_software_name", "string", "3+"),
     f("client_software_version", "string", "3+"),
 ])
 
-API_VERSIONS_RESPONSE = message("ApiVersionsResponse", api_key=18, valid="0-4", flexible="3+", fields=[
+API_VERSIONS_RESPONSE = message("ApiVersionsResponse", api_key=ApiKey.API_VERSIONS, valid="0-4", flexible="3+", fields=[
     f("error_code", "int16"),
     f("api_keys", "[]ApiVersion", fields=[
         f("api_key", "int16"),

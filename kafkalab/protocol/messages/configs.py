@@ -11,13 +11,14 @@ topic, 2 dynamic broker, 4 static broker (server.properties), 5 Kafka's default)
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 
 DESCRIBE_CONFIGS_REQUEST = message(
-    "DescribeConfigsRequest", api_key=32, valid="1-4", flexible="4+", fields=[
+    "DescribeConfigsRequest", api_key=ApiKey.DESCRIBE_CONFIGS, valid="1-4", flexible="4+", fields=[
         f("resources", "[]DescribeConfigsResource", fields=[
             f("resource_type", "int8"),
             f("resource_name", "string"),
@@ -28,7 +29,7 @@ DESCRIBE_CONFIGS_REQUEST = message(
     ])
 
 DESCRIBE_CONFIGS_RESPONSE = message(
-    "DescribeConfigsResponse", api_key=32, valid="1-4", flexible="4+", fields=[
+    "DescribeConfigsResponse", api_key=ApiKey.DESCRIBE_CONFIGS, valid="1-4", flexible="4+", fields=[
         f("throttle_time_ms", "int32"),
         f("results", "[]DescribeConfigsResult", fields=[
             f("error_code", "int16"),
@@ -52,7 +53,7 @@ DESCRIBE_CONFIGS_RESPONSE = message(
         ]),
     ])
 
-ALTER_CONFIGS_REQUEST = message("AlterConfigsRequest", api_key=33, valid="0-2", flexible="2+", fields=[
+ALTER_CONFIGS_REQUEST = message("AlterConfigsRequest", api_key=ApiKey.ALTER_CONFIGS, valid="0-2", flexible="2+", fields=[
     f("resources", "[]AlterConfigsResource", fields=[
         f("resource_type", "int8"),
         f("resource_name", "string"),
@@ -71,7 +72,7 @@ _ALTER_RESULT_FIELDS = [
     f("resource_name", "string"),
 ]
 
-ALTER_CONFIGS_RESPONSE = message("AlterConfigsResponse", api_key=33, valid="0-2", flexible="2+", fields=[
+ALTER_CONFIGS_RESPONSE = message("AlterConfigsResponse", api_key=ApiKey.ALTER_CONFIGS, valid="0-2", flexible="2+", fields=[
     f("throttle_time_ms", "int32"),
     f("responses", "[]AlterConfigsResourceResponse", fields=_ALTER_RESULT_FIELDS),
 ])
@@ -79,7 +80,7 @@ ALTER_CONFIGS_RESPONSE = message("AlterConfigsResponse", api_key=33, valid="0-2"
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 INCREMENTAL_ALTER_CONFIGS_REQUEST = message(
-    "IncrementalAlterConfigsRequest", api_key=44, valid="0-1", flexible="1+", fields=[
+    "IncrementalAlterConfigsRequest", api_key=ApiKey.INCREMENTAL_ALTER_CONFIGS, valid="0-1", flexible="1+", fields=[
         f("resources", "[]AlterConfigsResource", fields=[
             f("resource_type", "int8"),
             f("resource_name", "string"),
@@ -93,7 +94,7 @@ INCREMENTAL_ALTER_CONFIGS_REQUEST = message(
     ])
 
 INCREMENTAL_ALTER_CONFIGS_RESPONSE = message(
-    "IncrementalAlterConfigsResponse", api_key=44, valid="0-1", flexible="1+", fields=[
+    "IncrementalAlterConfigsResponse", api_key=ApiKey.INCREMENTAL_ALTER_CONFIGS, valid="0-1", flexible="1+", fields=[
         f("throttle_time_ms", "int32"),
         f("responses", "[]AlterConfigsResourceResponse", fields=_ALTER_RESULT_FIELDS),
     ])

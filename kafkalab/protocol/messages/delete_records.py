@@ -9,9 +9,10 @@ OFFSET_OUT_OF_RANGE; deleting before 500 answers OFFSET_OUT_OF_RANGE (1).
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
-DELETE_RECORDS_REQUEST = message("DeleteRecordsRequest", api_key=21, valid="0-2", flexible="2+", fields=[
+DELETE_RECORDS_REQUEST = message("DeleteRecordsRequest", api_key=ApiKey.DELETE_RECORDS, valid="0-2", flexible="2+", fields=[
     f("topics", "[]DeleteRecordsTopic", fields=[
         f("name", "string"),
         f("partitions", "[]DeleteRecordsPartition", fields=[
@@ -22,7 +23,7 @@ DELETE_RECORDS_REQUEST = message("DeleteRecordsRequest", api_key=21, valid="0-2"
     f("timeout_ms", "int32"),
 ])
 
-DELETE_RECORDS_RESPONSE = message("DeleteRecordsResponse", api_key=21, valid="0-2", flexible="2+", fields=[
+DELETE_RECORDS_RESPONSE = message("DeleteRecordsResponse", api_key=ApiKey.DELETE_RECORDS, valid="0-2", flexible="2+", fields=[
     f("throttle_time_ms", "int32"),
     f("topics", "[]DeleteRecordsTopicResult", fields=[
         f("name", "string"),

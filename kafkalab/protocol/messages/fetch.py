@@ -11,9 +11,10 @@ of one 80-byte batch completes it at once with ``high_watermark=1`` and those 80
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
-FETCH_REQUEST = message("FetchRequest", api_key=1, valid="4-12", flexible="12+", fields=[
+FETCH_REQUEST = message("FetchRequest", api_key=ApiKey.FETCH, valid="4-12", flexible="12+", fields=[
     f("cluster_id", "string", "12+", nullable="12+", tag=0),
     f("replica_id", "int32", "0-14", default=-1),
     f("max_wait_ms", "int32"),
@@ -40,7 +41,7 @@ FETCH_REQUEST = message("FetchRequest", api_key=1, valid="4-12", flexible="12+",
     f("rack_id", "string", "11+"),
 ])
 
-FETCH_RESPONSE = message("FetchResponse", api_key=1, valid="4-12", flexible="12+", fields=[
+FETCH_RESPONSE = message("FetchResponse", api_key=ApiKey.FETCH, valid="4-12", flexible="12+", fields=[
     f("throttle_time_ms", "int32", "1+"),
     f("error_code", "int16", "7+"),
     f("session_id", "int32", "7+"),

@@ -9,10 +9,11 @@ idempotent producer sends ``transactional_id=null, transaction_timeout_ms=60000`
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
 INIT_PRODUCER_ID_REQUEST = message(
-    "InitProducerIdRequest", api_key=22, valid="0-4", flexible="2+", fields=[
+    "InitProducerIdRequest", api_key=ApiKey.INIT_PRODUCER_ID, valid="0-4", flexible="2+", fields=[
         f("transactional_id", "string", nullable="0+"),
         f("transaction_timeout_ms", "int32"),
         f("producer_id", "int64", "3+", default=-1),
@@ -20,7 +21,7 @@ INIT_PRODUCER_ID_REQUEST = message(
     ])
 
 INIT_PRODUCER_ID_RESPONSE = message(
-    "InitProducerIdResponse", api_key=22, valid="0-4", flexible="2+", fields=[
+    "InitProducerIdResponse", api_key=ApiKey.INIT_PRODUCER_ID, valid="0-4", flexible="2+", fields=[
         f("throttle_time_ms", "int32"),
         f("error_code", "int16"),
         f("producer_id", "int64", default=-1),

@@ -9,9 +9,10 @@ broker, controller id 0, and three partitions each led by 0 with replicas and IS
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
-METADATA_REQUEST = message("MetadataRequest", api_key=3, valid="0-12", flexible="9+", fields=[
+METADATA_REQUEST = message("MetadataRequest", api_key=ApiKey.METADATA, valid="0-12", flexible="9+", fields=[
     f("topics", "[]MetadataRequestTopic", nullable="1+", fields=[
         f("topic_id", "uuid", "10+"),
         f("name", "string", nullable="10+"),
@@ -23,7 +24,7 @@ METADATA_REQUEST = message("MetadataRequest", api_key=3, valid="0-12", flexible=
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)  # Kafka's "not requested" sentinel
 
-METADATA_RESPONSE = message("MetadataResponse", api_key=3, valid="0-12", flexible="9+", fields=[
+METADATA_RESPONSE = message("MetadataResponse", api_key=ApiKey.METADATA, valid="0-12", flexible="9+", fields=[
     f("throttle_time_ms", "int32", "3+"),
     f("brokers", "[]MetadataResponseBroker", fields=[
         f("node_id", "int32"),

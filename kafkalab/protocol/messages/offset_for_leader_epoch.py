@@ -9,10 +9,11 @@ log whose epochs are [(0, 0), (3, 120), (5, 300)] answers ``leader_epoch=3, end_
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
 OFFSET_FOR_LEADER_EPOCH_REQUEST = message(
-    "OffsetForLeaderEpochRequest", api_key=23, valid="2-4", flexible="4+", fields=[
+    "OffsetForLeaderEpochRequest", api_key=ApiKey.OFFSET_FOR_LEADER_EPOCH, valid="2-4", flexible="4+", fields=[
         f("replica_id", "int32", "3+", default=-2),
         f("topics", "[]OffsetForLeaderTopic", fields=[
             f("topic", "string"),
@@ -25,7 +26,7 @@ OFFSET_FOR_LEADER_EPOCH_REQUEST = message(
     ])
 
 OFFSET_FOR_LEADER_EPOCH_RESPONSE = message(
-    "OffsetForLeaderEpochResponse", api_key=23, valid="2-4", flexible="4+", fields=[
+    "OffsetForLeaderEpochResponse", api_key=ApiKey.OFFSET_FOR_LEADER_EPOCH, valid="2-4", flexible="4+", fields=[
         f("throttle_time_ms", "int32", "2+"),
         f("topics", "[]OffsetForLeaderTopicResult", fields=[
             f("topic", "string"),

@@ -10,9 +10,10 @@ log_start_offset=0, error_code=0``; the next batch gets base offset 3.
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
-PRODUCE_REQUEST = message("ProduceRequest", api_key=0, valid="3-9", flexible="9+", fields=[
+PRODUCE_REQUEST = message("ProduceRequest", api_key=ApiKey.PRODUCE, valid="3-9", flexible="9+", fields=[
     f("transactional_id", "string", "3+", nullable="3+"),
     f("acks", "int16"),
     f("timeout_ms", "int32"),
@@ -25,7 +26,7 @@ PRODUCE_REQUEST = message("ProduceRequest", api_key=0, valid="3-9", flexible="9+
     ]),
 ])
 
-PRODUCE_RESPONSE = message("ProduceResponse", api_key=0, valid="3-9", flexible="9+", fields=[
+PRODUCE_RESPONSE = message("ProduceResponse", api_key=ApiKey.PRODUCE, valid="3-9", flexible="9+", fields=[
     f("responses", "[]TopicProduceResponse", fields=[
         f("name", "string"),
         f("partition_responses", "[]PartitionProduceResponse", fields=[

@@ -10,9 +10,10 @@ creating it again answers TOPIC_ALREADY_EXISTS (36).
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
-CREATE_TOPICS_REQUEST = message("CreateTopicsRequest", api_key=19, valid="2-7", flexible="5+", fields=[
+CREATE_TOPICS_REQUEST = message("CreateTopicsRequest", api_key=ApiKey.CREATE_TOPICS, valid="2-7", flexible="5+", fields=[
     f("topics", "[]CreatableTopic", fields=[
         f("name", "string"),
         f("num_partitions", "int32"),
@@ -30,7 +31,7 @@ CREATE_TOPICS_REQUEST = message("CreateTopicsRequest", api_key=19, valid="2-7", 
     f("validate_only", "bool", "1+"),
 ])
 
-CREATE_TOPICS_RESPONSE = message("CreateTopicsResponse", api_key=19, valid="2-7", flexible="5+", fields=[
+CREATE_TOPICS_RESPONSE = message("CreateTopicsResponse", api_key=ApiKey.CREATE_TOPICS, valid="2-7", flexible="5+", fields=[
     f("throttle_time_ms", "int32", "2+"),
     f("topics", "[]CreatableTopicResult", fields=[
         f("name", "string"),
@@ -50,12 +51,12 @@ CREATE_TOPICS_RESPONSE = message("CreateTopicsResponse", api_key=19, valid="2-7"
     ]),
 ])
 
-DELETE_TOPICS_REQUEST = message("DeleteTopicsRequest", api_key=20, valid="1-5", flexible="4+", fields=[
+DELETE_TOPICS_REQUEST = message("DeleteTopicsRequest", api_key=ApiKey.DELETE_TOPICS, valid="1-5", flexible="4+", fields=[
     f("topic_names", "[]string", "0-5"),
     f("timeout_ms", "int32"),
 ])
 
-DELETE_TOPICS_RESPONSE = message("DeleteTopicsResponse", api_key=20, valid="1-5", flexible="4+", fields=[
+DELETE_TOPICS_RESPONSE = message("DeleteTopicsResponse", api_key=ApiKey.DELETE_TOPICS, valid="1-5", flexible="4+", fields=[
     f("throttle_time_ms", "int32", "1+"),
     f("responses", "[]DeletableTopicResult", fields=[
         f("name", "string"),
@@ -65,7 +66,7 @@ DELETE_TOPICS_RESPONSE = message("DeleteTopicsResponse", api_key=20, valid="1-5"
 ])
 
 CREATE_PARTITIONS_REQUEST = message(
-    "CreatePartitionsRequest", api_key=37, valid="0-3", flexible="2+", fields=[
+    "CreatePartitionsRequest", api_key=ApiKey.CREATE_PARTITIONS, valid="0-3", flexible="2+", fields=[
         f("topics", "[]CreatePartitionsTopic", fields=[
             f("name", "string"),
             f("count", "int32"),
@@ -78,7 +79,7 @@ CREATE_PARTITIONS_REQUEST = message(
     ])
 
 CREATE_PARTITIONS_RESPONSE = message(
-    "CreatePartitionsResponse", api_key=37, valid="0-3", flexible="2+", fields=[
+    "CreatePartitionsResponse", api_key=ApiKey.CREATE_PARTITIONS, valid="0-3", flexible="2+", fields=[
         f("throttle_time_ms", "int32"),
         f("results", "[]CreatePartitionsTopicResult", fields=[
             f("name", "string"),

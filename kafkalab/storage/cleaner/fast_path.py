@@ -53,6 +53,11 @@ from kafkalab.records.header import (
     DELETE_HORIZON_FLAG_MASK,
     LOG_OVERHEAD,
     V2_ATTRIBUTES_OFFSET,
+    V2_BASE_TIMESTAMP_OFFSET,
+    V2_CRC_OFFSET,
+    V2_HEADER_SIZE,
+    V2_MAX_TIMESTAMP_OFFSET,
+    V2_RECORDS_COUNT_OFFSET,
     BatchHeader,
     iter_headers,
 )
@@ -74,7 +79,6 @@ NO_HORIZON = np.iinfo(np.int64).min
 DROP, COPY, REBUILD, BLOB = 0, 1, 2, 3  # what assemble does with each batch
 _CRC = struct.Struct(">I")
 _SIZE = struct.Struct(">i")
-CRC_POSITION = 17
 SIZE_POSITION = 8
 
 
@@ -192,8 +196,8 @@ def _rebuild(data, header_at, region_at, lo, hi, keep, timestamp, horizon, attri
 
     Returns the end position in ``out``."""
     start = q
-    copy_bytes(out, q, data, header_at, 61)
-    q += 61
+    copy_bytes(out, q, data, header_at, V2_HEADER_SIZE)
+    q += V2_HEADER_SIZE
     base_ts = horizon
     newest = np.int64(-1)
     count = 0
@@ -215,11 +219,11 @@ def _rebuild(data, header_at, region_at, lo, hi, keep, timestamp, horizon, attri
             count += 1
         p = rec_end
     _put_be(out, start + 8, q - start - 12, 4)
-    _put_be(out, start + 21, attributes, 2)
-    _put_be(out, start + 27, base_ts, 8)
+    _put_be(out, start + V2_ATTRIBUTES_OFFSET, attributes, 2)
+    _put_be(out, start + V2_BASE_TIMESTAMP_OFFSET, base_ts, 8)
     if not log_append:
-        _put_be(out, start + 35, newest, 8)
-    _put_be(out, start + 57, count, 4)
+        _put_be(out, start + V2_MAX_TIMESTAMP_OFFSET, newest, 8)
+    _put_be(out, start + V2_RECORDS_COUNT_OFFSET, count, 4)
     return q
 
 
@@ -335,13 +339,13 @@ def _rebuild_compressed(plan: V2Plan, keep: np.ndarray, b: int, horizon: int, at
     """Rebuild batch b's kept records with the kernel, then compress them with its own codec."""
     lo, hi = int(plan.first[b]), int(plan.first[b + 1])
     region_bytes = int(plan.region_end[b] - plan.region_start[b])
-    out = np.empty(61 + region_bytes + VARLONG_BYTES_MAX * (hi - lo), np.uint8)
+    out = np.empty(V2_HEADER_SIZE + region_bytes + VARLONG_BYTES_MAX * (hi - lo), np.uint8)
     end = _rebuild(plan.data, int(plan.position[b]), int(plan.region_start[b]), lo, hi, keep,
                    plan.records.timestamp, horizon, attributes, bool(plan.log_append_time[b]), out, 0)
-    body = compress(attributes & COMPRESSION_CODEC_MASK, out[61:end].tobytes())
-    header = bytearray(out[:61].tobytes())
-    _SIZE.pack_into(header, SIZE_POSITION, 61 - LOG_OVERHEAD + len(body))
-    _CRC.pack_into(header, CRC_POSITION, _crc32c.crc32c(body, _crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:]))))
+    body = compress(attributes & COMPRESSION_CODEC_MASK, out[V2_HEADER_SIZE:end].tobytes())
+    header = bytearray(out[:V2_HEADER_SIZE].tobytes())
+    _SIZE.pack_into(header, SIZE_POSITION, V2_HEADER_SIZE - LOG_OVERHEAD + len(body))
+    _CRC.pack_into(header, V2_CRC_OFFSET, _crc32c.crc32c(body, _crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:]))))
     return bytes(header) + body
 
 
@@ -362,7 +366,7 @@ def _write(plan: V2Plan, keep: np.ndarray, action: np.ndarray, horizons: np.ndar
         view = memoryview(out.data)
         crc = _crc32c.crc32c
         crcs = [crc(view[s:e]) for s, e in zip((bounds[patch] + V2_ATTRIBUTES_OFFSET).tolist(), bounds[patch + 1].tolist())]
-        _put_crcs(out, bounds[patch] + CRC_POSITION, np.array(crcs, np.int64))
+        _put_crcs(out, bounds[patch] + V2_CRC_OFFSET, np.array(crcs, np.int64))
     return Cleaned(out[:end].tobytes(), _headers(out, starts))
 
 

@@ -31,13 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from kafkalab.config.definitions import broker_default
+from kafkalab.config.types import LONG_MAX
 from kafkalab.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, read_offsets, write_offsets
 from kafkalab.storage.cleaner.cleaner import CleanableLog, Cleaner, CleanResult
 from kafkalab.storage.events import Listener, LogEvent, Truncated
-from kafkalab.storage.log_config import LONG_MAX
 from kafkalab.storage.retention import largest_timestamp_ms
 
-DEDUPE_BUFFER_BYTES_DEFAULT = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
+DEDUPE_BUFFER_BYTES_DEFAULT: int = broker_default("log.cleaner.dedupe.buffer.size")
+LOAD_FACTOR_DEFAULT: float = broker_default("log.cleaner.io.buffer.load.factor")
 
 
 class ManagedLog(CleanableLog, Protocol):
@@ -163,7 +165,7 @@ class LogCleaner:
 
     def __init__(
         self, data_dir: Path, now_ms: Callable[[], int], *,
-        dedupe_buffer_bytes: int = DEDUPE_BUFFER_BYTES_DEFAULT, load_factor: float = 0.9,
+        dedupe_buffer_bytes: int = DEDUPE_BUFFER_BYTES_DEFAULT, load_factor: float = LOAD_FACTOR_DEFAULT,
         cleaner: Cleaner | None = None,
     ) -> None:
         self.checkpoint = CleanerCheckpoint(data_dir)

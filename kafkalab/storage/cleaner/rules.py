@@ -50,15 +50,15 @@ from kafkalab.records.header import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
     V2_ATTRIBUTES_OFFSET,
+    V2_CRC_OFFSET,
+    V2_HEADER,
     V2_HEADER_SIZE,
+    V2_LAST_OFFSET_DELTA_OFFSET,
     BatchHeader,
 )
 
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _CRC = struct.Struct(">I")
-LAST_OFFSET_DELTA_POSITION = 23  # after baseOffset, length, epoch, magic, crc, attributes
-CRC_POSITION = 17
 
 
 class BatchRetention(enum.Enum):
@@ -143,12 +143,12 @@ def empty_batch(header: BatchHeader) -> bytes:
     (Kafka's ``DefaultRecordBatch.writeEmptyHeader``): uncompressed, no delete horizon, both
     timestamps set to the original max timestamp."""
     attributes = rebuilt_attributes(header.attributes, False) & ~COMPRESSION_CODEC_MASK
-    raw = bytearray(_V2_HEADER.pack(
+    raw = bytearray(V2_HEADER.pack(
         header.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD, header.partition_leader_epoch, 2, 0,
         attributes, header.last_offset - header.base_offset, header.max_timestamp,
         header.max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence, 0,
     ))
-    _CRC.pack_into(raw, CRC_POSITION, _crc32c.crc32c(bytes(raw[V2_ATTRIBUTES_OFFSET:])))
+    _CRC.pack_into(raw, V2_CRC_OFFSET, _crc32c.crc32c(bytes(raw[V2_ATTRIBUTES_OFFSET:])))
     return bytes(raw)
 
 
@@ -156,9 +156,9 @@ def override_last_offset(batch: bytes, header: BatchHeader) -> bytes:
     """``batch`` (one rebuilt v2 batch) with the original batch's last offset delta and a
     fresh CRC (Kafka's ``MemoryRecordsBuilder.overrideLastOffset``)."""
     delta = header.last_offset - header.base_offset
-    if _LAST_OFFSET_DELTA.unpack_from(batch, LAST_OFFSET_DELTA_POSITION)[0] == delta:
+    if _LAST_OFFSET_DELTA.unpack_from(batch, V2_LAST_OFFSET_DELTA_OFFSET)[0] == delta:
         return batch
     raw = bytearray(batch)
-    _LAST_OFFSET_DELTA.pack_into(raw, LAST_OFFSET_DELTA_POSITION, delta)
-    _CRC.pack_into(raw, CRC_POSITION, _crc32c.crc32c(memoryview(raw)[V2_ATTRIBUTES_OFFSET:]))
+    _LAST_OFFSET_DELTA.pack_into(raw, V2_LAST_OFFSET_DELTA_OFFSET, delta)
+    _CRC.pack_into(raw, V2_CRC_OFFSET, _crc32c.crc32c(memoryview(raw)[V2_ATTRIBUTES_OFFSET:]))
     return bytes(raw)

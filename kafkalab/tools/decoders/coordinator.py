@@ -29,9 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalab.errors import KafkaError
+from kafkalab.protocol.schema import Message
+from kafkalab.protocol.schema_json import JsonValue, read_json, to_json
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
-from kafkalab.tools.decoders.schema import JsonValue, Spec, read_message, to_json
 
 ParseResult = tuple[str | None, str | None]
 
@@ -40,8 +41,8 @@ ParseResult = tuple[str | None, str | None]
 class RecordType:
     """The key and value messages a record type selects."""
 
-    key: Spec
-    value: Spec
+    key: Message
+    value: Message
 
 
 class UnknownRecordType(Exception):
@@ -59,9 +60,9 @@ def _read_version(data: bytes, what: str) -> tuple[Reader, int]:
     return reader, reader.int16()
 
 
-def _read_body(message: Spec, reader: Reader, version: int, what: str) -> dict[str, JsonValue]:
+def _read_body(message: Message, reader: Reader, version: int, what: str) -> dict[str, JsonValue]:
     try:
-        return read_message(message, reader, version)
+        return read_json(message, reader, version)
     except KafkaError as exc:
         raise KafkaError(f"Could not read record with version {version} from {what}'s buffer "
                          f"due to: {exc}.") from None

@@ -26,104 +26,105 @@ its own int16 ``Version`` field) and the dump prints them in the record line, e.
 from __future__ import annotations
 
 from kafkalab.errors import KafkaError
+from kafkalab.protocol.schema import Field, Message, f, message
+from kafkalab.protocol.schema_json import read_json, to_json
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
-from kafkalab.tools.decoders.schema import Field, Spec, field, read_message, spec, to_json
 
 FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 INT16_MAX = 32767
 
-_ENDPOINT = (field("Name", "string"), field("Host", "string"), field("Port", "uint16"),
-             field("SecurityProtocol", "int16"))
-_FEATURE = (field("Name", "string"), field("MinSupportedVersion", "int16"),
-            field("MaxSupportedVersion", "int16"))
+_ENDPOINT = (f("Name", "string"), f("Host", "string"), f("Port", "uint16"),
+             f("SecurityProtocol", "int16"))
+_FEATURE = (f("Name", "string"), f("MinSupportedVersion", "int16"),
+            f("MaxSupportedVersion", "int16"))
 
 
 def _null_array(name: str, type_: str, tag: int, versions: str = "0+") -> Field:
     """A nullable tagged array whose default is null (printed only when sent)."""
-    return field(name, type_, versions, nullable=versions, tag=tag, default=None)
+    return f(name, type_, versions, nullable=versions, tag=tag, default=None)
+
+
+def _record(name: str, valid: str, *fields: Field) -> Message:
+    """A metadata or KRaft control record: flexible in every version."""
+    return message(name, valid=valid, flexible="0+", fields=fields)
 
 
 # api key -> (MetadataRecordType name, message), from metadata/src/main/resources/common/metadata.
-METADATA_RECORDS: dict[int, tuple[str, Spec]] = {
-    0: ("REGISTER_BROKER_RECORD", spec(
-        "RegisterBrokerRecord", "0-3", "0+",
-        field("BrokerId", "int32"),
-        field("IsMigratingZkBroker", "bool", "2+"),
-        field("IncarnationId", "uuid"),
-        field("BrokerEpoch", "int64"),
-        field("EndPoints", "[]BrokerEndpoint", fields=_ENDPOINT),
-        field("Features", "[]BrokerFeature", fields=_FEATURE),
-        field("Rack", "string", nullable="0+"),
-        field("Fenced", "bool"),
-        field("InControlledShutdown", "bool", "1+"),
-        field("LogDirs", "[]uuid", "3+", tag=0, default=[]))),
-    1: ("UNREGISTER_BROKER_RECORD", spec(
-        "UnregisterBrokerRecord", "0", "0+", field("BrokerId", "int32"), field("BrokerEpoch", "int64"))),
-    2: ("TOPIC_RECORD", spec("TopicRecord", "0", "0+", field("Name", "string"), field("TopicId", "uuid"))),
-    3: ("PARTITION_RECORD", spec(
-        "PartitionRecord", "0-2", "0+",
-        field("PartitionId", "int32"),
-        field("TopicId", "uuid"),
-        field("Replicas", "[]int32"),
-        field("Isr", "[]int32"),
-        field("RemovingReplicas", "[]int32"),
-        field("AddingReplicas", "[]int32"),
-        field("Leader", "int32"),
-        field("LeaderRecoveryState", "int8", tag=0, default=0),
-        field("LeaderEpoch", "int32"),
-        field("PartitionEpoch", "int32"),
-        field("Directories", "[]uuid", "1+"),
+METADATA_RECORDS: dict[int, tuple[str, Message]] = {
+    0: ("REGISTER_BROKER_RECORD", _record("RegisterBrokerRecord", "0-3",
+        f("BrokerId", "int32"),
+        f("IsMigratingZkBroker", "bool", "2+"),
+        f("IncarnationId", "uuid"),
+        f("BrokerEpoch", "int64"),
+        f("EndPoints", "[]BrokerEndpoint", fields=_ENDPOINT),
+        f("Features", "[]BrokerFeature", fields=_FEATURE),
+        f("Rack", "string", nullable="0+"),
+        f("Fenced", "bool"),
+        f("InControlledShutdown", "bool", "1+"),
+        f("LogDirs", "[]uuid", "3+", tag=0, default=()))),
+    1: ("UNREGISTER_BROKER_RECORD", _record(
+        "UnregisterBrokerRecord", "0", f("BrokerId", "int32"), f("BrokerEpoch", "int64"))),
+    2: ("TOPIC_RECORD", _record("TopicRecord", "0", f("Name", "string"), f("TopicId", "uuid"))),
+    3: ("PARTITION_RECORD", _record("PartitionRecord", "0-2",
+        f("PartitionId", "int32"),
+        f("TopicId", "uuid"),
+        f("Replicas", "[]int32"),
+        f("Isr", "[]int32"),
+        f("RemovingReplicas", "[]int32"),
+        f("AddingReplicas", "[]int32"),
+        f("Leader", "int32"),
+        f("LeaderRecoveryState", "int8", tag=0, default=0),
+        f("LeaderEpoch", "int32"),
+        f("PartitionEpoch", "int32"),
+        f("Directories", "[]uuid", "1+"),
         _null_array("EligibleLeaderReplicas", "[]int32", 1, "2+"),
         _null_array("LastKnownElr", "[]int32", 2, "2+"))),
-    4: ("CONFIG_RECORD", spec(
-        "ConfigRecord", "0", "0+", field("ResourceType", "int8"), field("ResourceName", "string"),
-        field("Name", "string"), field("Value", "string", nullable="0+"))),
-    5: ("PARTITION_CHANGE_RECORD", spec(
-        "PartitionChangeRecord", "0-2", "0+",
-        field("PartitionId", "int32"),
-        field("TopicId", "uuid"),
+    4: ("CONFIG_RECORD", _record(
+        "ConfigRecord", "0", f("ResourceType", "int8"), f("ResourceName", "string"),
+        f("Name", "string"), f("Value", "string", nullable="0+"))),
+    5: ("PARTITION_CHANGE_RECORD", _record("PartitionChangeRecord", "0-2",
+        f("PartitionId", "int32"),
+        f("TopicId", "uuid"),
         _null_array("Isr", "[]int32", 0),
-        field("Leader", "int32", tag=1, default=-2),
+        f("Leader", "int32", tag=1, default=-2),
         _null_array("Replicas", "[]int32", 2),
         _null_array("RemovingReplicas", "[]int32", 3),
         _null_array("AddingReplicas", "[]int32", 4),
-        field("LeaderRecoveryState", "int8", tag=5, default=-1),
+        f("LeaderRecoveryState", "int8", tag=5, default=-1),
         _null_array("Directories", "[]uuid", 6, "1+"),
         _null_array("EligibleLeaderReplicas", "[]int32", 7, "2+"),
         _null_array("LastKnownElr", "[]int32", 8, "2+"))),
-    7: ("FENCE_BROKER_RECORD", spec(
-        "FenceBrokerRecord", "0", "0+", field("Id", "int32"), field("Epoch", "int64"))),
-    8: ("UNFENCE_BROKER_RECORD", spec(
-        "UnfenceBrokerRecord", "0", "0+", field("Id", "int32"), field("Epoch", "int64"))),
-    9: ("REMOVE_TOPIC_RECORD", spec("RemoveTopicRecord", "0", "0+", field("TopicId", "uuid"))),
-    12: ("FEATURE_LEVEL_RECORD", spec(
-        "FeatureLevelRecord", "0", "0+", field("Name", "string"), field("FeatureLevel", "int16"))),
-    15: ("PRODUCER_IDS_RECORD", spec(
-        "ProducerIdsRecord", "0", "0+", field("BrokerId", "int32"), field("BrokerEpoch", "int64"),
-        field("NextProducerId", "int64"))),
-    17: ("BROKER_REGISTRATION_CHANGE_RECORD", spec(
-        "BrokerRegistrationChangeRecord", "0-2", "0+",
-        field("BrokerId", "int32"),
-        field("BrokerEpoch", "int64"),
-        field("Fenced", "int8", tag=0, default=0),
-        field("InControlledShutdown", "int8", "1+", tag=1, default=0),
-        field("LogDirs", "[]uuid", "2+", tag=2, default=[]))),
-    20: ("NO_OP_RECORD", spec("NoOpRecord", "0", "0+")),
-    21: ("ZK_MIGRATION_STATE_RECORD", spec(
-        "ZkMigrationStateRecord", "0", "0+", field("ZkMigrationState", "int8"))),
-    22: ("BEGIN_TRANSACTION_RECORD", spec(
-        "BeginTransactionRecord", "0", "0+", field("Name", "string", nullable="0+", tag=0))),
-    24: ("END_TRANSACTION_RECORD", spec("EndTransactionRecord", "0", "0+")),
-    25: ("ABORT_TRANSACTION_RECORD", spec(
-        "AbortTransactionRecord", "0", "0+", field("Reason", "string", nullable="0+", tag=0))),
-    26: ("REGISTER_CONTROLLER_RECORD", spec(
-        "RegisterControllerRecord", "0", "0+",
-        field("ControllerId", "int32"),
-        field("IncarnationId", "uuid"),
-        field("ZkMigrationReady", "bool"),
-        field("EndPoints", "[]ControllerEndpoint", fields=_ENDPOINT),
-        field("Features", "[]ControllerFeature", fields=_FEATURE))),
+    7: ("FENCE_BROKER_RECORD", _record(
+        "FenceBrokerRecord", "0", f("Id", "int32"), f("Epoch", "int64"))),
+    8: ("UNFENCE_BROKER_RECORD", _record(
+        "UnfenceBrokerRecord", "0", f("Id", "int32"), f("Epoch", "int64"))),
+    9: ("REMOVE_TOPIC_RECORD", _record("RemoveTopicRecord", "0", f("TopicId", "uuid"))),
+    12: ("FEATURE_LEVEL_RECORD", _record(
+        "FeatureLevelRecord", "0", f("Name", "string"), f("FeatureLevel", "int16"))),
+    15: ("PRODUCER_IDS_RECORD", _record(
+        "ProducerIdsRecord", "0", f("BrokerId", "int32"), f("BrokerEpoch", "int64"),
+        f("NextProducerId", "int64"))),
+    17: ("BROKER_REGISTRATION_CHANGE_RECORD", _record("BrokerRegistrationChangeRecord", "0-2",
+        f("BrokerId", "int32"),
+        f("BrokerEpoch", "int64"),
+        f("Fenced", "int8", tag=0, default=0),
+        f("InControlledShutdown", "int8", "1+", tag=1, default=0),
+        f("LogDirs", "[]uuid", "2+", tag=2, default=()))),
+    20: ("NO_OP_RECORD", _record("NoOpRecord", "0")),
+    21: ("ZK_MIGRATION_STATE_RECORD", _record(
+        "ZkMigrationStateRecord", "0", f("ZkMigrationState", "int8"))),
+    22: ("BEGIN_TRANSACTION_RECORD", _record(
+        "BeginTransactionRecord", "0", f("Name", "string", nullable="0+", tag=0))),
+    24: ("END_TRANSACTION_RECORD", _record("EndTransactionRecord", "0")),
+    25: ("ABORT_TRANSACTION_RECORD", _record(
+        "AbortTransactionRecord", "0", f("Reason", "string", nullable="0+", tag=0))),
+    26: ("REGISTER_CONTROLLER_RECORD", _record("RegisterControllerRecord", "0",
+        f("ControllerId", "int32"),
+        f("IncarnationId", "uuid"),
+        f("ZkMigrationReady", "bool"),
+        f("EndPoints", "[]ControllerEndpoint", fields=_ENDPOINT),
+        f("Features", "[]ControllerFeature", fields=_FEATURE))),
 }
 
 
@@ -154,9 +155,9 @@ def decode_metadata_record(value: bytes) -> str:
     known = METADATA_RECORDS.get(api_key)
     if known is None:
         raise KafkaError(f"Unknown metadata id {api_key}")
-    type_name, message = known
+    type_name, record = known
     try:
-        data = read_message(message, reader, version)
+        data = read_json(record, reader, version)
     except KafkaError as exc:
         raise KafkaError(f"Failed to deserialize record with type {api_key}: {exc}") from None
     if reader.remaining_bytes > 0:
@@ -176,27 +177,25 @@ def parse_cluster_metadata(record: Record) -> tuple[str | None, str | None]:
 
 # ----------------------------------------------------------------------------- control records
 
-_VOTER = (field("VoterId", "int32"),)
+_VOTER = (f("VoterId", "int32"),)
 # control type id -> (label printed before the JSON, message); clients/src/main/resources/common/message.
-CONTROL_MESSAGES: dict[int, tuple[str, Spec]] = {
-    2: ("LeaderChange:", spec(
-        "LeaderChangeMessage", "0", "0+", field("Version", "int16"), field("LeaderId", "int32"),
-        field("Voters", "[]Voter", fields=_VOTER), field("GrantingVoters", "[]Voter", fields=_VOTER))),
-    3: ("SnapshotHeader", spec(
-        "SnapshotHeaderRecord", "0", "0+", field("Version", "int16"),
-        field("LastContainedLogTimestamp", "int64"))),
-    4: ("SnapshotFooter", spec("SnapshotFooterRecord", "0", "0+", field("Version", "int16"))),
-    5: ("KRaftVersion", spec(
-        "KRaftVersionRecord", "0", "0+", field("Version", "int16"), field("KRaftVersion", "int16"))),
-    6: ("KRaftVoters", spec(
-        "VotersRecord", "0", "0+", field("Version", "int16"),
-        field("Voters", "[]Voter", fields=(
-            field("VoterId", "int32"),
-            field("VoterDirectoryId", "uuid"),
-            field("Endpoints", "[]Endpoint", fields=(
-                field("Name", "string"), field("Host", "string"), field("Port", "uint16"))),
-            field("KRaftVersionFeature", "KRaftVersionFeature", fields=(
-                field("MinSupportedVersion", "int16"), field("MaxSupportedVersion", "int16"))))))),
+CONTROL_MESSAGES: dict[int, tuple[str, Message]] = {
+    2: ("LeaderChange:", _record(
+        "LeaderChangeMessage", "0", f("Version", "int16"), f("LeaderId", "int32"),
+        f("Voters", "[]Voter", fields=_VOTER), f("GrantingVoters", "[]Voter", fields=_VOTER))),
+    3: ("SnapshotHeader", _record("SnapshotHeaderRecord", "0", f("Version", "int16"),
+        f("LastContainedLogTimestamp", "int64"))),
+    4: ("SnapshotFooter", _record("SnapshotFooterRecord", "0", f("Version", "int16"))),
+    5: ("KRaftVersion", _record(
+        "KRaftVersionRecord", "0", f("Version", "int16"), f("KRaftVersion", "int16"))),
+    6: ("KRaftVoters", _record("VotersRecord", "0", f("Version", "int16"),
+        f("Voters", "[]Voter", fields=(
+            f("VoterId", "int32"),
+            f("VoterDirectoryId", "uuid"),
+            f("Endpoints", "[]Endpoint", fields=(
+                f("Name", "string"), f("Host", "string"), f("Port", "uint16"))),
+            f("KRaftVersionFeature", "KRaftVersionFeature", fields=(
+                f("MinSupportedVersion", "int16"), f("MaxSupportedVersion", "int16"))))))),
 }
 
 
@@ -208,11 +207,11 @@ def control_record_text(type_id: int, value: bytes | None) -> str | None:
     known = CONTROL_MESSAGES.get(type_id)
     if known is None:
         return None
-    label, message = known
+    label, control = known
     if value is None:
-        raise KafkaError(f"{message.name} has no value")
+        raise KafkaError(f"{control.name} has no value")
     reader = Reader(value)
-    data = read_message(message, reader, 0)
+    data = read_json(control, reader, 0)
     return f" {label} {to_json(data)}"
 
 

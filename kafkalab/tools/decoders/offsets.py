@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Each record's key starts with a record type (Kafka's ``CoordinatorRecordType``) that picks
-the key and value messages, transcribed here from the specs in Kafka's
+the key and value messages, transcribed here (with :mod:`kafkalab.protocol.schema`'s ``message``
+and ``f``, under Kafka's spec names) from the specs in Kafka's
 ``group-coordinator/src/main/resources/common/message/``:
 
 ====  =========================================  ================================================
@@ -39,94 +40,97 @@ from kafkalab.errors import KafkaError
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
 from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult, RecordType
-from kafkalab.tools.decoders.schema import JsonValue, Spec, field, read_message, spec
+from kafkalab.protocol.schema import Field, Message, f, message
+from kafkalab.protocol.schema_json import JsonValue, read_json
 
 CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
 GROUP_METADATA_TYPE = 2
 
-_GROUP_ID = field("GroupId", "string")
-_MEMBER_ID = field("MemberId", "string")
+_GROUP_ID = f("GroupId", "string")
+_MEMBER_ID = f("MemberId", "string")
 
-OFFSET_COMMIT_KEY = spec("OffsetCommitKey", "0", None,
-                         field("group", "string"), field("topic", "string"),
-                         field("partition", "int32"))
-OFFSET_COMMIT_VALUE = spec(
-    "OffsetCommitValue", "0-4", "4+",
-    field("offset", "int64"),
-    field("leaderEpoch", "int32", "3+"),
-    field("metadata", "string"),
-    field("commitTimestamp", "int64"),
-    field("expireTimestamp", "int64", "1"),
-)
-GROUP_METADATA_KEY = spec("GroupMetadataKey", "0", None, field("group", "string"))
+OFFSET_COMMIT_KEY = message("OffsetCommitKey", valid="0", flexible="none", fields=[
+    f("group", "string"), f("topic", "string"), f("partition", "int32")])
+OFFSET_COMMIT_VALUE = message("OffsetCommitValue", valid="0-4", flexible="4+", fields=[
+    f("offset", "int64"),
+    f("leaderEpoch", "int32", "3+"),
+    f("metadata", "string"),
+    f("commitTimestamp", "int64"),
+    f("expireTimestamp", "int64", "1"),
+])
+GROUP_METADATA_KEY = message("GroupMetadataKey", valid="0", flexible="none",
+                             fields=[f("group", "string")])
 _MEMBER_METADATA = (
-    field("memberId", "string"),
-    field("groupInstanceId", "string", "3+", nullable="3+"),
-    field("clientId", "string"),
-    field("clientHost", "string"),
-    field("rebalanceTimeout", "int32", "1+"),
-    field("sessionTimeout", "int32"),
-    field("subscription", "bytes"),
-    field("assignment", "bytes"),
+    f("memberId", "string"),
+    f("groupInstanceId", "string", "3+", nullable="3+"),
+    f("clientId", "string"),
+    f("clientHost", "string"),
+    f("rebalanceTimeout", "int32", "1+"),
+    f("sessionTimeout", "int32"),
+    f("subscription", "bytes"),
+    f("assignment", "bytes"),
 )
-GROUP_METADATA_VALUE = spec(
-    "GroupMetadataValue", "0-4", "4+",
-    field("protocolType", "string"),
-    field("generation", "int32"),
-    field("protocol", "string", nullable="0+"),
-    field("leader", "string", nullable="0+"),
-    field("currentStateTimestamp", "int64", "2+"),
-    field("members", "[]MemberMetadata", fields=_MEMBER_METADATA),
-)
+GROUP_METADATA_VALUE = message("GroupMetadataValue", valid="0-4", flexible="4+", fields=[
+    f("protocolType", "string"),
+    f("generation", "int32"),
+    f("protocol", "string", nullable="0+"),
+    f("leader", "string", nullable="0+"),
+    f("currentStateTimestamp", "int64", "2+"),
+    f("members", "[]MemberMetadata", fields=_MEMBER_METADATA),
+])
 
 
-def _group_key(name: str, *extra) -> Spec:
-    return spec(name, "0", "0+", _GROUP_ID, *extra)
+def _group_key(name: str, *extra: Field) -> Message:
+    return message(name, valid="0", flexible="0+", fields=[_GROUP_ID, *extra])
+
+
+def _group_value(name: str, *fields: Field) -> Message:
+    return message(name, valid="0", flexible="0+", fields=fields)
 
 
 _TOPIC_PARTITIONS = (
-    field("TopicId", "uuid"),
-    field("Partitions", "[]int32"),
-    field("AssignmentEpochs", "[]int32", nullable="0+", tag=0, default=None),
+    f("TopicId", "uuid"),
+    f("Partitions", "[]int32"),
+    f("AssignmentEpochs", "[]int32", nullable="0+", tag=0, default=None),
 )
 CONSUMER_GROUP_VALUES = {
-    3: spec("ConsumerGroupMetadataValue", "0", "0+",
-            field("Epoch", "int32"),
-            field("MetadataHash", "int64", tag=0, default=0),
-            field("CreationTimeMs", "int64", tag=1, default=-1)),
-    4: spec("ConsumerGroupPartitionMetadataValue", "0", "0+",
-            field("Epoch", "int32"),
-            field("Topics", "[]TopicMetadata", fields=(
-                field("TopicId", "uuid"),
-                field("TopicName", "string"),
-                field("NumPartitions", "int32"),
-                field("PartitionRacks", "[]PartitionMetadata", fields=(
-                    field("Partition", "int32"), field("Racks", "[]string")))))),
-    5: spec("ConsumerGroupMemberMetadataValue", "0", "0+",
-            field("InstanceId", "string", nullable="0+"),
-            field("RackId", "string", nullable="0+"),
-            field("ClientId", "string"),
-            field("ClientHost", "string"),
-            field("SubscribedTopicNames", "[]string"),
-            field("SubscribedTopicRegex", "string", nullable="0+"),
-            field("RebalanceTimeoutMs", "int32"),
-            field("ServerAssignor", "string", nullable="0+"),
-            field("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tag=0,
+    3: _group_value("ConsumerGroupMetadataValue",
+            f("Epoch", "int32"),
+            f("MetadataHash", "int64", tag=0, default=0),
+            f("CreationTimeMs", "int64", tag=1, default=-1)),
+    4: _group_value("ConsumerGroupPartitionMetadataValue",
+            f("Epoch", "int32"),
+            f("Topics", "[]TopicMetadata", fields=(
+                f("TopicId", "uuid"),
+                f("TopicName", "string"),
+                f("NumPartitions", "int32"),
+                f("PartitionRacks", "[]PartitionMetadata", fields=(
+                    f("Partition", "int32"), f("Racks", "[]string")))))),
+    5: _group_value("ConsumerGroupMemberMetadataValue",
+            f("InstanceId", "string", nullable="0+"),
+            f("RackId", "string", nullable="0+"),
+            f("ClientId", "string"),
+            f("ClientHost", "string"),
+            f("SubscribedTopicNames", "[]string"),
+            f("SubscribedTopicRegex", "string", nullable="0+"),
+            f("RebalanceTimeoutMs", "int32"),
+            f("ServerAssignor", "string", nullable="0+"),
+            f("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tag=0,
                   default=None, fields=(
-                      field("SupportedProtocols", "[]ClassicProtocol", fields=(
-                          field("Name", "string"), field("Metadata", "bytes"))),))),
-    6: spec("ConsumerGroupTargetAssignmentMetadataValue", "0", "0+",
-            field("AssignmentEpoch", "int32"),
-            field("AssignmentTimestamp", "int64", tag=0, default=0)),
-    7: spec("ConsumerGroupTargetAssignmentMemberValue", "0", "0+",
-            field("TopicPartitions", "[]TopicPartition", fields=(
-                field("TopicId", "uuid"), field("Partitions", "[]int32")))),
-    8: spec("ConsumerGroupCurrentMemberAssignmentValue", "0", "0+",
-            field("MemberEpoch", "int32"),
-            field("PreviousMemberEpoch", "int32"),
-            field("State", "int8"),
-            field("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
-            field("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS)),
+                      f("SupportedProtocols", "[]ClassicProtocol", fields=(
+                          f("Name", "string"), f("Metadata", "bytes"))),))),
+    6: _group_value("ConsumerGroupTargetAssignmentMetadataValue",
+            f("AssignmentEpoch", "int32"),
+            f("AssignmentTimestamp", "int64", tag=0, default=0)),
+    7: _group_value("ConsumerGroupTargetAssignmentMemberValue",
+            f("TopicPartitions", "[]TopicPartition", fields=(
+                f("TopicId", "uuid"), f("Partitions", "[]int32")))),
+    8: _group_value("ConsumerGroupCurrentMemberAssignmentValue",
+            f("MemberEpoch", "int32"),
+            f("PreviousMemberEpoch", "int32"),
+            f("State", "int8"),
+            f("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+            f("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS)),
 }
 _CONSUMER_GROUP_KEYS = {
     3: _group_key("ConsumerGroupMetadataKey"),
@@ -145,29 +149,29 @@ GROUP_RECORD_TYPES: dict[int, RecordType] = {
 }
 
 # The embedded consumer protocol (clients' ConsumerProtocolSubscription/Assignment.json).
-_TOPIC_PARTITION = (field("Topic", "string"), field("Partitions", "[]int32"))
-CONSUMER_PROTOCOL_SUBSCRIPTION = spec(
-    "ConsumerProtocolSubscription", "0-3", None,
-    field("Topics", "[]string"),
-    field("UserData", "bytes", nullable="0+"),
-    field("OwnedPartitions", "[]TopicPartition", "1+", fields=_TOPIC_PARTITION),
-    field("GenerationId", "int32", "2+"),
-    field("RackId", "string", "3+", nullable="3+"),
-)
-CONSUMER_PROTOCOL_ASSIGNMENT = spec(
-    "ConsumerProtocolAssignment", "0-3", None,
-    field("AssignedPartitions", "[]TopicPartition", fields=_TOPIC_PARTITION),
-    field("UserData", "bytes", nullable="0+"),
-)
+_TOPIC_PARTITION = (f("Topic", "string"), f("Partitions", "[]int32"))
+CONSUMER_PROTOCOL_SUBSCRIPTION = message(
+    "ConsumerProtocolSubscription", valid="0-3", flexible="none", fields=[
+        f("Topics", "[]string"),
+        f("UserData", "bytes", nullable="0+"),
+        f("OwnedPartitions", "[]TopicPartition", "1+", fields=_TOPIC_PARTITION),
+        f("GenerationId", "int32", "2+"),
+        f("RackId", "string", "3+", nullable="3+"),
+    ])
+CONSUMER_PROTOCOL_ASSIGNMENT = message(
+    "ConsumerProtocolAssignment", valid="0-3", flexible="none", fields=[
+        f("AssignedPartitions", "[]TopicPartition", fields=_TOPIC_PARTITION),
+        f("UserData", "bytes", nullable="0+"),
+    ])
 
 
-def _expand(encoded: JsonValue, message: Spec) -> JsonValue:
+def _expand(encoded: JsonValue, embedded: Message) -> JsonValue:
     """Decode base64 consumer-protocol bytes into JSON; on any failure keep the bytes."""
     if not isinstance(encoded, str):
         return encoded
     try:
         reader = Reader(base64.b64decode(encoded, validate=True))
-        return read_message(message, reader, reader.int16())
+        return read_json(embedded, reader, reader.int16())
     except (KafkaError, binascii.Error):
         return encoded
 

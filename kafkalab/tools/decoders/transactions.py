@@ -25,30 +25,30 @@ Worked example: ``app-1`` with producer id 1000, epoch 2, 60 s timeout, state On
 
 from __future__ import annotations
 
+from kafkalab.protocol.schema import f, message
 from kafkalab.records import Record
 from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult, RecordType
-from kafkalab.tools.decoders.schema import field, spec
 
 TRANSACTION_LOG_TYPE = 0
 
 TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
                       4: "CompleteCommit", 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 
-TRANSACTION_LOG_KEY = spec("TransactionLogKey", "0", None, field("TransactionalId", "string"))
-TRANSACTION_LOG_VALUE = spec(
-    "TransactionLogValue", "0-1", "1+",
-    field("ProducerId", "int64"),
-    field("PreviousProducerId", "int64", "1+", tag=0, default=-1),
-    field("NextProducerId", "int64", "1+", tag=1, default=-1),
-    field("ProducerEpoch", "int16"),
-    field("TransactionTimeoutMs", "int32"),
-    field("TransactionStatus", "int8"),
-    field("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
-        field("Topic", "string"), field("PartitionIds", "[]int32"))),
-    field("TransactionLastUpdateTimestampMs", "int64"),
-    field("TransactionStartTimestampMs", "int64"),
-    field("ClientTransactionVersion", "int16", "1+", tag=2, default=0),
-)
+TRANSACTION_LOG_KEY = message("TransactionLogKey", valid="0", flexible="none",
+                              fields=[f("TransactionalId", "string")])
+TRANSACTION_LOG_VALUE = message("TransactionLogValue", valid="0-1", flexible="1+", fields=[
+    f("ProducerId", "int64"),
+    f("PreviousProducerId", "int64", "1+", tag=0, default=-1),
+    f("NextProducerId", "int64", "1+", tag=1, default=-1),
+    f("ProducerEpoch", "int16"),
+    f("TransactionTimeoutMs", "int32"),
+    f("TransactionStatus", "int8"),
+    f("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
+        f("Topic", "string"), f("PartitionIds", "[]int32"))),
+    f("TransactionLastUpdateTimestampMs", "int64"),
+    f("TransactionStartTimestampMs", "int64"),
+    f("ClientTransactionVersion", "int16", "1+", tag=2, default=0),
+])
 
 TRANSACTION_DECODER = CoordinatorDecoder(
     {TRANSACTION_LOG_TYPE: RecordType(TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)})

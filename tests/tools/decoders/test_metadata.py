@@ -21,7 +21,7 @@ from kafkalab.tools.decoders.metadata import (
     decode_metadata_record,
     parse_cluster_metadata,
 )
-from kafkalab.tools.decoders.schema import kafka_uuid
+from kafkalab.protocol.schema_json import kafka_uuid
 
 
 def _uuid(text: str) -> uuid.UUID:
