@@ -25,6 +25,12 @@ A movement log remembers which partitions moved between which pair of members, s
 move in the opposite direction sends back the same partition instead of a new one (keeping each
 topic's movements free of two-member cycles). Which partition of such a set comes first follows
 Java's ``HashSet`` iteration order (:class:`JavaHashSet`).
+
+Two of Kafka's quirks are kept, so that the result is the one Kafka's Java leader would send:
+the return-to-previous-owner move does not check that the previous owner still subscribes to the
+topic (the Java consumer then finds a topic it did not ask for and rejoins), and when that
+previous owner has been set aside in step 3, Kafka's builder fails with a
+``NullPointerException``; kafkalab skips the move instead and carries on.
 """
 
 from __future__ import annotations

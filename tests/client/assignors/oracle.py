@@ -58,13 +58,14 @@ def _member_id(rng: random.Random, index: int) -> str:
     return f"consumer-{index}-{rng.getrandbits(48):012x}"
 
 
-def random_problem(rng: random.Random, assignor: str) -> Problem:
+def random_problem(rng: random.Random, assignor: str, scale: int = 1) -> Problem:
     """Unequal or equal subscriptions, static members, and for the sticky assignors a previous
-    generation's ownership with members that left, members that joined and stale claims."""
-    topics = {f"topic-{i}": rng.choice([0, 1, 2, 3, 5, 8, 13]) for i in range(rng.randint(1, 4))}
+    generation's ownership with members that left, members that joined and stale claims.
+    ``scale`` multiplies the partition counts and the largest group size."""
+    topics = {f"topic-{i}": scale * rng.choice([0, 1, 2, 3, 5, 8, 13]) for i in range(rng.randint(1, 4))}
     names = list(topics)
     equal = rng.random() < 0.5
-    count = rng.randint(1, 9)
+    count = rng.randint(1, 9 * scale)
     members: list[Member] = []
     for i in range(count):
         subscribed = names if equal else rng.sample(names, rng.randint(1, len(names)))
