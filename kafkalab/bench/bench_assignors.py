@@ -28,7 +28,7 @@ import random
 import time
 
 from kafkalab.bench.report import CONTEXT, Reporter
-from kafkalab.client.assignors import ASSIGNORS, Member
+from kafkalab.client.assignors import ASSIGNORS, Assignments, Member
 from kafkalab.client.consumer_protocol import NO_GENERATION, Subscription
 
 TOPICS = 20
@@ -58,8 +58,8 @@ def group() -> tuple[dict[str, int], list[Member]]:
     return counts, members
 
 
-def _best_seconds(assignor: str, counts: dict[str, int], members: list[Member]) -> tuple[float, object]:
-    best, result = float("inf"), None
+def _best_seconds(assignor: str, counts: dict[str, int], members: list[Member]) -> tuple[float, Assignments]:
+    best, result = float("inf"), {}
     for _ in range(PYTHON_RUNS):
         start = time.perf_counter()
         result = ASSIGNORS[assignor](counts, members)
@@ -87,6 +87,6 @@ def run(reporter: Reporter, *, full: bool = False) -> None:
         ours_s, ours = _best_seconds(assignor, counts, members)
         java = results[0]
         if isinstance(java, str) or {m: sorted(v) for m, v in java.items()} != \
-                {m: sorted(v) for m, v in ours.items()}:  # type: ignore[union-attr]
+                {m: sorted(v) for m, v in ours.items()}:
             raise AssertionError(f"{assignor}: kafkalab's assignment differs from Kafka's Java one")
         reporter.report(f"assignors.{name}", ours_s, "s", seconds[0], target)

@@ -116,7 +116,7 @@ def _check_version(version: int) -> None:
 def encode_subscription(subscription: Subscription, version: int = CONSUMER_PROTOCOL_VERSION_MAX) -> bytes:
     """Version-prefixed subscription bytes; topics and owned partitions sorted, as Kafka writes them."""
     _check_version(version)
-    cls = _SUBSCRIPTION.cls
+    cls: Any = _SUBSCRIPTION.cls
     value = cls(
         topics=tuple(sorted(subscription.topics)),
         user_data=subscription.user_data,
@@ -147,7 +147,7 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
 def encode_assignment(assignment: Assignment, version: int = CONSUMER_PROTOCOL_VERSION_MAX) -> bytes:
     """Version-prefixed assignment bytes; partitions grouped by topic in first-seen order."""
     _check_version(version)
-    cls = _ASSIGNMENT.cls
+    cls: Any = _ASSIGNMENT.cls
     value = cls(
         assigned_partitions=tuple(_group_by_topic(assignment.partitions, cls.TopicPartition)),
         user_data=assignment.user_data,

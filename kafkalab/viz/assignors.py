@@ -143,7 +143,8 @@ def rebalance_story(params: GroupParams) -> Story:
     else:
         del topics[ids[-1]]
     owned = {m: before.get(m, ()) for m in topics}
-    generation, rebalances = 1, []
+    generation = 1
+    rebalances: list[Rebalance] = []
     cooperative = params.assignor in COOPERATIVE
     while len(rebalances) < REBALANCES_MAX:
         # Eager members give up everything before they rejoin, yet still tell the leader what

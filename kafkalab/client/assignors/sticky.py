@@ -8,7 +8,7 @@ member's subscription carries the partitions it owned and the generation it owne
 
 1. **Resolve claims.** A partition claimed by two members goes to the one with the higher
    generation; if both claim it in the *same* generation the claim is invalid and neither keeps
-   it. Partitions of topics no member subscribes to are dropped.
+   it. Claims on topics no member subscribes to, or on partitions that do not exist, are dropped.
 2. **Keep what fits, fill the rest.** With identical subscriptions (the common case) there is a
    quota: ``total // members`` (min) and ``ceil(total / members)`` (max), with exactly
    ``total % members`` members at max. Each member keeps up to its quota of owned partitions,
@@ -93,7 +93,9 @@ def resolve_claims(counts: Mapping[str, int], members: Sequence[Member]) -> Owne
         state.max_generation = max(state.max_generation, generation)
         owned = state.owned[member_id] = []
         for tp in subscription.owned_partitions:
-            if tp[0] in counts:
+            # A claim on a partition the topic does not have (it was deleted and re-created
+            # smaller) is dropped; Kafka's builders would fail or hand it out.
+            if tp[1] < counts.get(tp[0], 0):
                 _claim(state, owner_of, member_id, owned, tp)
     return state
 

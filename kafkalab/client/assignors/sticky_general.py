@@ -36,7 +36,7 @@ previous owner has been set aside in step 3, Kafka's builder fails with a
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafkalab.client.assignors.java_order import java_string_key, spread, topic_partition_hash
@@ -132,7 +132,7 @@ class LoadOrder:
         entry = self.keys.pop(member_id)
         del self.entries[bisect.bisect_left(self.entries, entry)]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return (entry[2] for entry in list(self.entries))
 
 

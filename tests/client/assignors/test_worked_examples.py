@@ -98,3 +98,12 @@ def test_unknown_and_empty_topics_are_ignored(assignor: str) -> None:
     members = _members(("t", "missing"), ("t", "empty"))
     result = ASSIGNORS[assignor]({"t": 2, "empty": 0, "other": 5}, members)
     assert sorted(tp for tps in result.values() for tp in tps) == [("t", 0), ("t", 1)]
+
+
+@pytest.mark.parametrize("assignor", ["sticky", "cooperative-sticky"])
+@pytest.mark.parametrize("topics", [(("t",), ("t",)), (("t", "u"), ("t",))])
+def test_claims_on_partitions_that_no_longer_exist_are_dropped(assignor: str, topics: tuple) -> None:
+    members = _members(*topics, owned=(_t(0, 7, 9), _t(1, 8)), generation=2)
+    result = ASSIGNORS[assignor]({"t": 3, "u": 1}, members)
+    given = sorted(tp for tps in result.values() for tp in tps)
+    assert set(given) <= {("t", 0), ("t", 1), ("t", 2), ("u", 0)} and len(given) == len(set(given))
