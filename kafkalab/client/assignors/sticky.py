@@ -6,7 +6,7 @@ Range and RoundRobin forget the previous assignment; the sticky assignors start 
 member's subscription carries the partitions it owned and the generation it owned them in
 (KIP-429 owned partitions, KIP-792 generation). The plan is:
 
-1. **Resolve claims.** A partition claimed by two members goes to the one with the higher
+1. **Resolve claims** (:mod:`.claims`). A partition claimed by two members goes to the one with the higher
    generation; if both claim it in the *same* generation the claim is invalid and neither keeps
    it. Claims on topics no member subscribes to, or on partitions that do not exist, are dropped.
 2. **Keep what fits, fill the rest.** With identical subscriptions (the common case) there is a
@@ -43,90 +43,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafkalab.client.assignors.java_order import hashmap_order, java_string_key
+from kafkalab.client.assignors.claims import (
+    OwnedState, all_partitions, resolve_claims, subscribed_partition_counts,
+)
+from kafkalab.client.assignors.java_order import java_string_key
 from kafkalab.client.assignors.members import Assignments, Member, check_input
+from kafkalab.client.assignors.sticky_general import assign_general
 from kafkalab.client.consumer_protocol import NO_GENERATION
 from kafkalab.errors import InvalidRequestError
 from kafkalab.storage.checkpoints import TopicPartition
 
 STICKY_NAME = "sticky"
 COOPERATIVE_STICKY_NAME = "cooperative-sticky"
-
-
-@dataclass(slots=True)
-class OwnedState:
-    """Step 1's result: who owns what after claims are resolved, in the leader's member order.
-
-    Not thread-safe; lives for one assignment."""
-
-    order: list[str]
-    owned: dict[str, list[TopicPartition]]
-    generation: dict[str, int]
-    max_generation: int
-    doubly_claimed: set[TopicPartition] = field(default_factory=set)
-    all_equal: bool = True
-
-
-def subscribed_partition_counts(partitions_per_topic: Mapping[str, int],
-                                members: Sequence[Member]) -> dict[str, int]:
-    """Only subscribed topics with at least one partition take part, as in Kafka's ``assign``."""
-    topics = {t for m in members for t in m.subscription.topics}
-    return {t: n for t, n in partitions_per_topic.items() if t in topics and n > 0}
-
-
-def resolve_claims(counts: Mapping[str, int], members: Sequence[Member]) -> OwnedState:
-    """Walk members in the leader's order, settling double claims by generation."""
-    order = hashmap_order([m.member_id for m in members])
-    by_id = {m.member_id: m for m in members}
-    state = OwnedState(order, {}, {}, NO_GENERATION)
-    first_topics: set[str] = set()
-    owner_of: dict[TopicPartition, str] = {}
-    for member_id in order:
-        subscription = by_id[member_id].subscription
-        topics = set(subscription.topics)
-        if not first_topics:
-            first_topics = topics
-        elif state.all_equal and topics != first_topics:
-            state.all_equal = False
-        generation = subscription.generation_id
-        state.generation[member_id] = generation
-        state.max_generation = max(state.max_generation, generation)
-        owned = state.owned[member_id] = []
-        for tp in subscription.owned_partitions:
-            # A claim on a partition the topic does not have (it was deleted and re-created
-            # smaller) is dropped; Kafka's builders would fail or hand it out.
-            if tp[1] < counts.get(tp[0], 0):
-                _claim(state, owner_of, member_id, owned, tp)
-    return state
-
-
-def _claim(state: OwnedState, owner_of: dict[TopicPartition, str], member_id: str,
-           owned: list[TopicPartition], tp: TopicPartition) -> None:
-    other = owner_of.get(tp)
-    if other is None:
-        owned.append(tp)
-        owner_of[tp] = member_id
-        return
-    mine, theirs = state.generation[member_id], state.generation[other]
-    if mine == theirs:
-        # Two owners in one generation: the claim is invalid, and neither keeps the partition.
-        state.doubly_claimed.add(tp)
-        _remove(state.owned[other], tp)
-        owner_of[tp] = member_id
-    elif mine > theirs:
-        owned.append(tp)
-        _remove(state.owned[other], tp)
-        owner_of[tp] = member_id
-
-
-def _remove(partitions: list[TopicPartition], tp: TopicPartition) -> None:
-    if tp in partitions:
-        partitions.remove(tp)
-
-
-def all_partitions(counts: Mapping[str, int]) -> list[TopicPartition]:
-    """Every partition, sorted by topic then partition number."""
-    return [(topic, p) for topic in sorted(counts) for p in range(counts[topic])]
 
 
 @dataclass(slots=True)
@@ -218,8 +146,6 @@ def assign_constrained(counts: Mapping[str, int], state: OwnedState
 
 def _assign(partitions_per_topic: Mapping[str, int], members: Sequence[Member]
             ) -> tuple[Assignments, dict[TopicPartition, str] | None, OwnedState]:
-    from kafkalab.client.assignors.sticky_general import assign_general
-
     check_input(members, partitions_per_topic)
     if not members:
         return {}, {}, OwnedState([], {}, {}, NO_GENERATION)

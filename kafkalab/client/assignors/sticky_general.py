@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from kafkalab.client.assignors.java_order import java_string_key, spread, topic_partition_hash
 from kafkalab.client.assignors.members import Assignments, Member
-from kafkalab.client.assignors.sticky import OwnedState, all_partitions
+from kafkalab.client.assignors.claims import OwnedState
 from kafkalab.storage.checkpoints import TopicPartition
 
 Pair = tuple[str, str]  # (source member, destination member) of a partition movement
