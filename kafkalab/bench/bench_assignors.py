@@ -15,7 +15,10 @@ fast wrong answer is no answer.
 
 Lines: ``assignors.cooperative_sticky`` is kafkalab's seconds with Java's seconds as the
 baseline, so the ratio reads "times slower than Java" and the target is ``<=3``. Range and
-RoundRobin on the same group follow as context lines (``target=none``).
+RoundRobin on the same group follow as context lines (``target=none``), and so does
+``assignors.cooperative_sticky_unequal``: 200 members, each subscribed to a random subset of 20
+topics of 50 partitions, 20 of them new -- the general algorithm, whose search costs far more
+per partition in both languages (at 500 members x 5,000 partitions it takes seconds).
 
 The Java side comes from the repository's test support (``tests/java_client.py``, which fetches
 Kafka's client jar once per machine); without Java, ``javac`` or that support the lines are
@@ -58,6 +61,23 @@ def group() -> tuple[dict[str, int], list[Member]]:
     return counts, members
 
 
+def unequal_group(members_count: int = 200, topics_count: int = 20,
+                  partitions: int = 50) -> tuple[dict[str, int], list[Member]]:
+    """Random topic subsets; 90% of the members own what the sticky assignor gave them before."""
+    rng = random.Random(SEED)
+    counts = {f"topic-{i:02d}": partitions for i in range(topics_count)}
+    names = list(counts)
+    ids = [f"consumer-{i}-{rng.getrandbits(64):016x}" for i in range(members_count)]
+    topics = [tuple(rng.sample(names, rng.randint(1, topics_count))) for _ in ids]
+    owners = members_count * 9 // 10
+    before = ASSIGNORS["sticky"](counts, [Member(ids[i], Subscription(topics[i])) for i in range(owners)])
+    members = []
+    for member_id, subscribed in zip(ids, topics):
+        mine = tuple(before.get(member_id, ()))
+        members.append(Member(member_id, Subscription(subscribed, mine, GENERATION if mine else NO_GENERATION)))
+    return counts, members
+
+
 def _best_seconds(assignor: str, counts: dict[str, int], members: list[Member]) -> tuple[float, Assignments]:
     best, result = float("inf"), {}
     for _ in range(PYTHON_RUNS):
@@ -79,9 +99,12 @@ def run(reporter: Reporter, *, full: bool = False) -> None:
     if isinstance(client, str):
         print(f"# assignors: skipped, {client}")
         return
-    counts, members = group()
-    for assignor, name, target in (("cooperative-sticky", "cooperative_sticky", "<=3"),
-                                   ("range", "range", CONTEXT), ("roundrobin", "roundrobin", CONTEXT)):
+    scaling_out, unequal = group(), unequal_group()
+    cases = (("cooperative-sticky", "cooperative_sticky", "<=3", scaling_out),
+             ("range", "range", CONTEXT, scaling_out),
+             ("roundrobin", "roundrobin", CONTEXT, scaling_out),
+             ("cooperative-sticky", "cooperative_sticky_unequal", CONTEXT, unequal))
+    for assignor, name, target, (counts, members) in cases:
         problem = encode([Problem(assignor, counts, tuple(members))])
         results, seconds = decode(client.run("AssignorOracle", f"BENCH {JAVA_WARMUPS} {JAVA_RUNS}\n{problem}"))
         ours_s, ours = _best_seconds(assignor, counts, members)

@@ -35,17 +35,17 @@ def assign_range(partitions_per_topic: Mapping[str, int], members: Sequence[Memb
     """Per topic, hand out contiguous ranges over the sorted subscribers."""
     check_input(members, partitions_per_topic)
     assignments = empty_assignments(members)
-    subscribers: dict[str, list[Member]] = {}
-    for member in members:
+    subscribers: dict[str, list[str]] = {}
+    for member in sorted(members, key=member_sort_key):  # sorted once: each topic keeps the order
         for topic in set(member.subscription.topics):
-            subscribers.setdefault(topic, []).append(member)
+            subscribers.setdefault(topic, []).append(member.member_id)
     for topic in sorted(subscribers):
         count = partitions_per_topic.get(topic, 0)
-        ordered = sorted(subscribers[topic], key=member_sort_key)
+        ordered = subscribers[topic]
         quota, extra = divmod(count, len(ordered))
         start = 0
-        for index, member in enumerate(ordered):
-            length = quota + (1 if index < extra else 0)
-            assignments[member.member_id].extend((topic, p) for p in range(start, start + length))
-            start += length
+        for index, member_id in enumerate(ordered):
+            end = start + quota + (1 if index < extra else 0)
+            assignments[member_id].extend([(topic, p) for p in range(start, end)])
+            start = end
     return assignments
