@@ -31,6 +31,11 @@ from kafkalab.storage.checkpoints import TopicPartition
 
 Assignments = dict[str, list[TopicPartition]]
 
+# An assignment lists every partition once, so its size is bounded by the group's partitions.
+# Kafka caps a cluster at a few hundred thousand partitions in practice; a million is generous
+# and keeps a hostile partition count from allocating without bound.
+ASSIGNABLE_PARTITIONS_MAX = 1_000_000
+
 
 @dataclass(frozen=True, slots=True)
 class Member:
@@ -49,13 +54,19 @@ def member_sort_key(member: Member) -> tuple[int, bytes]:
 
 
 def check_input(members: Sequence[Member], partitions_per_topic: Mapping[str, int]) -> None:
-    """Reject duplicate member ids and negative partition counts (typed, not asserted)."""
+    """Reject duplicate member ids, negative partition counts and more partitions than
+    :data:`ASSIGNABLE_PARTITIONS_MAX` (typed errors, not asserts)."""
     ids = {m.member_id for m in members}
     if len(ids) != len(members):
         raise InvalidRequestError(f"duplicate member ids among {len(members)} members")
     bad = {t: n for t, n in partitions_per_topic.items() if n < 0}
     if bad:
         raise InvalidRequestError(f"negative partition counts: {bad}")
+    subscribed = {t for m in members for t in m.subscription.topics}
+    total = sum(n for t, n in partitions_per_topic.items() if t in subscribed)
+    if total > ASSIGNABLE_PARTITIONS_MAX:
+        raise InvalidRequestError(
+            f"{total} subscribed partitions to assign, over the limit {ASSIGNABLE_PARTITIONS_MAX}")
 
 
 def empty_assignments(members: Sequence[Member]) -> Assignments:

@@ -107,3 +107,18 @@ def test_claims_on_partitions_that_no_longer_exist_are_dropped(assignor: str, to
     result = ASSIGNORS[assignor]({"t": 3, "u": 1}, members)
     given = sorted(tp for tps in result.values() for tp in tps)
     assert set(given) <= {("t", 0), ("t", 1), ("t", 2), ("u", 0)} and len(given) == len(set(given))
+
+
+@pytest.mark.parametrize("assignor", sorted(ASSIGNORS))
+def test_hostile_partition_counts_are_rejected_before_allocating(assignor: str) -> None:
+    members = _members(("t",))
+    with pytest.raises(InvalidRequestError):
+        ASSIGNORS[assignor]({"t": 2**31 - 1}, members)
+    with pytest.raises(InvalidRequestError):
+        ASSIGNORS[assignor]({"t": -1}, members)
+
+
+@pytest.mark.parametrize("assignor", sorted(ASSIGNORS))
+def test_no_members_or_no_subscriptions(assignor: str) -> None:
+    assert ASSIGNORS[assignor]({"t": 3}, []) == {}
+    assert ASSIGNORS[assignor]({"t": 3}, _members(())) == {"C0": []}
