@@ -2,8 +2,9 @@
 //
 // Input, one problem after another:
 //   CASE <assignor: range|roundrobin|sticky|cooperative-sticky>
-//   TOPIC <name> <partition count>                          (repeated)
-//   MEMBER <member id> <instance id|-> <generation> <topics a,b|-> <owned a:0,b:3|->   (repeated)
+//   TOPIC <name> <partition count> [<replica racks per partition: r0+r1/r2/->]   (repeated)
+//   MEMBER <member id> <instance id|-> <generation> <topics a,b|-> <owned a:0,b:3|-> [<rack>|-]
+//                                                                                  (repeated)
 //   END
 // Output, per problem in input order:
 //   CASE <index>
@@ -16,7 +17,8 @@
 // Each problem gets a fresh assignor instance: the sticky assignors remember the largest
 // generation they have seen. Members go into a HashMap in input order, as Kafka's leader builds it
 // from the JoinGroup response. Only subscribed topics with partitions are passed, as
-// AbstractPartitionAssignor.assign(Cluster, GroupSubscription) does.
+// AbstractPartitionAssignor.assign(Cluster, GroupSubscription) does, with one broker node per
+// replica rack, through assignPartitions (the entry point that sees racks, KIP-881).
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -38,12 +40,15 @@ import org.apache.kafka.clients.consumer.RoundRobinAssignor;
 import org.apache.kafka.clients.consumer.StickyAssignor;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
 import org.apache.kafka.clients.consumer.internals.AbstractPartitionAssignor;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 
 public class AssignorOracle {
     static final class Problem {
         String assignor;
         Map<String, Integer> partitionsPerTopic = new LinkedHashMap<>();
+        Map<String, String[]> replicaRacks = new HashMap<>();
         List<String[]> members = new ArrayList<>();
     }
 
@@ -59,20 +64,24 @@ public class AssignorOracle {
             switch (parts[0]) {
                 case "BENCH": warmups = Integer.parseInt(parts[1]); timed = Integer.parseInt(parts[2]); break;
                 case "CASE": problem = new Problem(); problem.assignor = parts[1]; break;
-                case "TOPIC": problem.partitionsPerTopic.put(parts[1], Integer.parseInt(parts[2])); break;
+                case "TOPIC":
+                    problem.partitionsPerTopic.put(parts[1], Integer.parseInt(parts[2]));
+                    if (parts.length > 3)
+                        problem.replicaRacks.put(parts[1], parts[3].split("/"));
+                    break;
                 case "MEMBER": problem.members.add(parts); break;
                 case "END":
                     Map<String, Subscription> subscriptions = subscriptions(problem);
-                    Map<String, Integer> counts = subscribedCounts(problem.partitionsPerTopic, subscriptions);
+                    Map<String, List<PartitionInfo>> counts = partitionInfos(problem, subscriptions);
                     Map<String, List<TopicPartition>> result = null;
                     try {
                     for (int i = 0; i < Math.max(warmups, 0); i++)
-                        assignor(problem.assignor).assign(counts, subscriptions(problem));
+                        assignor(problem.assignor).assignPartitions(counts, subscriptions(problem));
                     long best = Long.MAX_VALUE;
                     for (int i = 0; i < Math.max(timed, 1); i++) {
                         Map<String, Subscription> fresh = subscriptions(problem);
                         long start = System.nanoTime();
-                        result = assignor(problem.assignor).assign(counts, fresh);
+                        result = assignor(problem.assignor).assignPartitions(counts, fresh);
                         best = Math.min(best, System.nanoTime() - start);
                     }
                     print(out, index, problem, result);
@@ -118,7 +127,8 @@ public class AssignorOracle {
             ByteBuffer userData = null;
             if (problem.assignor.equals("sticky") && (!owned.isEmpty() || generation >= 0))
                 userData = stickyUserData(owned, generation);
-            Subscription subscription = new Subscription(topics, userData, owned, generation, Optional.empty());
+            Optional<String> rack = m.length > 6 && !m[6].equals("-") ? Optional.of(m[6]) : Optional.empty();
+            Subscription subscription = new Subscription(topics, userData, owned, generation, rack);
             if (!m[2].equals("-"))
                 subscription.setGroupInstanceId(Optional.of(m[2]));
             subscriptions.put(m[1], subscription);
@@ -148,15 +158,27 @@ public class AssignorOracle {
         return buffer;
     }
 
-    static Map<String, Integer> subscribedCounts(Map<String, Integer> all, Map<String, Subscription> subscriptions) {
+    static Map<String, List<PartitionInfo>> partitionInfos(Problem problem, Map<String, Subscription> subscriptions) {
         Set<String> topics = new HashSet<>();
         for (Subscription s : subscriptions.values())
             topics.addAll(s.topics());
-        Map<String, Integer> counts = new HashMap<>();
-        for (Map.Entry<String, Integer> e : all.entrySet())
-            if (topics.contains(e.getKey()) && e.getValue() > 0)
-                counts.put(e.getKey(), e.getValue());
-        return counts;
+        Map<String, List<PartitionInfo>> infos = new HashMap<>();
+        for (Map.Entry<String, Integer> e : problem.partitionsPerTopic.entrySet()) {
+            if (!topics.contains(e.getKey()) || e.getValue() <= 0)
+                continue;
+            String[] racks = problem.replicaRacks.get(e.getKey());
+            List<PartitionInfo> partitions = new ArrayList<>();
+            for (int p = 0; p < e.getValue(); p++) {
+                List<Node> replicas = new ArrayList<>();
+                if (racks != null && !racks[p].equals("-"))
+                    for (String rack : racks[p].split("\\+"))
+                        replicas.add(new Node(replicas.size(), "broker-" + rack, 9092, rack));
+                Node[] nodes = replicas.toArray(new Node[0]);
+                partitions.add(new PartitionInfo(e.getKey(), p, nodes.length > 0 ? nodes[0] : Node.noNode(), nodes, nodes));
+            }
+            infos.put(e.getKey(), partitions);
+        }
+        return infos;
     }
 
     static void print(PrintWriter out, int index, Problem problem, Map<String, List<TopicPartition>> result) {

@@ -13,19 +13,31 @@ sticky              :mod:`.sticky`                             eager
 cooperative-sticky  :mod:`.sticky`, :mod:`.sticky_general`     cooperative (KIP-429)
 ==================  =========================================  ==========================
 
+Each also takes ``partition_racks`` (partition -> racks holding a replica): with members' rack
+ids it turns on KIP-881's rack matching in Range and the sticky assignors (:mod:`.racks`).
+
 Kafka 3.x's Java consumer lists ``[RangeAssignor, CooperativeStickyAssignor]`` by default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from kafkalab.client.assignors.members import Assignments, Member
+from kafkalab.client.assignors.racks import PartitionRacks
 from kafkalab.client.assignors.range import assign_range
 from kafkalab.client.assignors.round_robin import assign_round_robin
 from kafkalab.client.assignors.sticky import assign_cooperative_sticky, assign_sticky
 
-Assignor = Callable[[Mapping[str, int], Sequence[Member]], Assignments]
+
+
+class Assignor(Protocol):
+    """The shape every assignor function has."""
+
+    def __call__(self, partitions_per_topic: Mapping[str, int], members: Sequence[Member],
+                 partition_racks: PartitionRacks | None = None) -> Assignments: ...
+
 
 ASSIGNORS: dict[str, Assignor] = {
     "range": assign_range,
@@ -36,6 +48,6 @@ ASSIGNORS: dict[str, Assignor] = {
 COOPERATIVE = frozenset({"cooperative-sticky"})  # assignors that revoke only what moves
 
 __all__ = [
-    "ASSIGNORS", "COOPERATIVE", "Assignments", "Assignor", "Member", "assign_cooperative_sticky",
+    "ASSIGNORS", "COOPERATIVE", "Assignments", "Assignor", "Member", "PartitionRacks", "assign_cooperative_sticky",
     "assign_range", "assign_round_robin", "assign_sticky",
 ]

@@ -26,12 +26,17 @@ from collections.abc import Mapping, Sequence
 from kafkalab.client.assignors.members import (
     Assignments, Member, check_input, empty_assignments, member_sort_key,
 )
+from kafkalab.client.assignors.racks import PartitionRacks
 
 NAME = "roundrobin"  # the protocol name members put in JoinGroup
 
 
-def assign_round_robin(partitions_per_topic: Mapping[str, int], members: Sequence[Member]) -> Assignments:
-    """Deal the sorted partitions over the sorted members, skipping members not subscribed."""
+def assign_round_robin(partitions_per_topic: Mapping[str, int], members: Sequence[Member],
+                       partition_racks: PartitionRacks | None = None) -> Assignments:
+    """Deal the sorted partitions over the sorted members, skipping members not subscribed.
+
+    ``partition_racks`` is accepted for a common signature and ignored: Kafka's RoundRobin is
+    not rack-aware."""
     check_input(members, partitions_per_topic)
     assignments = empty_assignments(members)
     ordered = sorted(members, key=member_sort_key)

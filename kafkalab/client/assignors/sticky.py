@@ -34,8 +34,11 @@ revoke ``t-3`` and ``t-9``; the second rebalance gives them to C3.
 
 Which member keeps its extra partition when every member owns too many follows the order Kafka's
 Java leader meets members in (its ``HashMap``; see :mod:`kafkalab.client.assignors.java_order`).
+With racks (KIP-881, :mod:`.racks`) a member keeps only owned partitions with a replica in its
+rack, and the deal first offers each partition (scarcest first) to members sharing its rack.
+
 Mirrors Kafka's ``AbstractStickyAssignor`` ``ConstrainedAssignmentBuilder``, ``StickyAssignor``
-and ``CooperativeStickyAssignor`` (without the KIP-881 rack matching).
+and ``CooperativeStickyAssignor``.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from kafkalab.client.assignors.claims import (
 )
 from kafkalab.client.assignors.java_order import java_string_key
 from kafkalab.client.assignors.members import Assignments, Member, check_input
+from kafkalab.client.assignors.racks import PartitionRacks, RackInfo
 from kafkalab.client.assignors.sticky_general import assign_general
 from kafkalab.client.consumer_protocol import NO_GENERATION
 from kafkalab.errors import InvalidRequestError
@@ -76,11 +80,18 @@ class _Quota:
             self.at_min.clear()  # no one else may grow past min
 
 
-def _keep_owned(state: OwnedState, quota: _Quota, assignment: Assignments) -> set[TopicPartition]:
-    """Each member keeps up to its quota of owned partitions, lowest partition numbers first."""
+def _keep_owned(state: OwnedState, quota: _Quota, racks: RackInfo, assignment: Assignments) -> set[TopicPartition]:
+    """Each member keeps up to its quota of owned partitions, lowest partition numbers first;
+    with rack awareness, only those with a replica in its rack."""
     kept: set[TopicPartition] = set()
     for member_id in state.order:
-        owned = sorted(state.owned[member_id], key=lambda tp: (tp[1], tp[0]))
+        owned = []
+        for tp in state.owned[member_id]:
+            if racks.mismatch(member_id, tp):
+                quota.maybe_revoked[tp] = member_id
+            else:
+                owned.append(tp)
+        owned.sort(key=lambda tp: (tp[1], tp[0]))
         owned = [tp for tp in owned if tp not in state.doubly_claimed]
         if len(owned) < quota.min_quota:
             keep = len(owned)
@@ -114,11 +125,7 @@ def _deal(unassigned: list[TopicPartition], state: OwnedState, quota: _Quota,
             member_id, from_under = quota.at_min.pop(0), False
         else:
             member_id, index = under[0], 1
-        assignment[member_id].append(tp)
-        previous = quota.maybe_revoked.get(tp)
-        if (previous is not None and previous != member_id) or tp in state.doubly_claimed:
-            quota.transferring[tp] = member_id
-        count = len(assignment[member_id])
+        count = _give(tp, member_id, state, quota, assignment)
         if count == quota.min_quota and from_under:
             del under[index - 1]
             index -= 1
@@ -127,7 +134,48 @@ def _deal(unassigned: list[TopicPartition], state: OwnedState, quota: _Quota,
             quota.current_over += 1
 
 
-def assign_constrained(counts: Mapping[str, int], state: OwnedState
+def _give(tp: TopicPartition, member_id: str, state: OwnedState, quota: _Quota,
+          assignment: Assignments) -> int:
+    """Assign a partition nobody kept; note it as changing owner if someone else gave it up."""
+    assignment[member_id].append(tp)
+    previous = quota.maybe_revoked.get(tp)
+    if (previous is not None and previous != member_id) or tp in state.doubly_claimed:
+        quota.transferring[tp] = member_id
+    return len(assignment[member_id])
+
+
+def _deal_in_racks(unassigned: list[TopicPartition], state: OwnedState, quota: _Quota, racks: RackInfo,
+                   assignment: Assignments) -> list[TopicPartition]:
+    """The same round-robin, but each partition only to a member sharing a rack with it; the
+    partitions no such member could take are returned for the ordinary deal."""
+    left: list[TopicPartition] = []
+    under, at_min, cursor = quota.under, quota.at_min, 0
+    for tp in unassigned:
+        member_id = None
+        index = racks.next_rack_member(tp, under, cursor)
+        if index >= 0:
+            member_id = under[index]
+            count = len(assignment[member_id]) + 1
+            if count >= quota.min_quota:
+                under.remove(member_id)
+                if count < quota.max_quota and quota.current_over < quota.expected_over:
+                    at_min.append(member_id)
+            else:
+                index += 1
+            cursor = index % len(under) if under else 0
+        elif at_min and (index := racks.next_rack_member(tp, at_min, 0)) >= 0:
+            member_id = at_min[index]
+            if len(assignment[member_id]) + 1 == quota.max_quota:
+                del at_min[index]
+                quota.reach_over()
+        if member_id is None:
+            left.append(tp)
+        else:
+            _give(tp, member_id, state, quota, assignment)
+    return left
+
+
+def assign_constrained(counts: Mapping[str, int], state: OwnedState, racks: RackInfo
                        ) -> tuple[Assignments, dict[TopicPartition, str]]:
     """Identical subscriptions: keep owned partitions up to quota, deal the rest.
 
@@ -136,36 +184,42 @@ def assign_constrained(counts: Mapping[str, int], state: OwnedState
     members = len(state.order)
     quota = _Quota(total // members, -(-total // members), total % members)
     assignment: Assignments = {m: [] for m in state.order}
-    kept = _keep_owned(state, quota, assignment)
+    kept = _keep_owned(state, quota, racks, assignment)
     unassigned = [tp for tp in all_partitions(counts) if tp not in kept]
     quota.under.sort(key=java_string_key)
     quota.at_min.sort(key=java_string_key)
+    unassigned = racks.scarcest_first(unassigned)
+    if racks.consumer_racks:
+        unassigned = _deal_in_racks(unassigned, state, quota, racks, assignment)
     _deal(unassigned, state, quota, assignment)
     return assignment, quota.transferring
 
 
-def _assign(partitions_per_topic: Mapping[str, int], members: Sequence[Member]
+def _assign(partitions_per_topic: Mapping[str, int], members: Sequence[Member],
+            partition_racks: PartitionRacks | None
             ) -> tuple[Assignments, dict[TopicPartition, str] | None, OwnedState]:
     check_input(members, partitions_per_topic)
     if not members:
         return {}, {}, OwnedState([], {}, {}, NO_GENERATION)
     counts = subscribed_partition_counts(partitions_per_topic, members)
     state = resolve_claims(counts, members)
+    racks = RackInfo.build(counts, members, partition_racks)
     if state.all_equal:
-        assignment, transferring = assign_constrained(counts, state)
+        assignment, transferring = assign_constrained(counts, state, racks)
         return assignment, transferring, state
-    return assign_general(counts, members, state), None, state
+    return assign_general(counts, members, state, racks), None, state
 
 
-def assign_sticky(partitions_per_topic: Mapping[str, int], members: Sequence[Member]) -> Assignments:
+def assign_sticky(partitions_per_topic: Mapping[str, int], members: Sequence[Member],
+                  partition_racks: PartitionRacks | None = None) -> Assignments:
     """The StickyAssignor (eager): the balanced, sticky plan, handed out at once."""
-    return _assign(partitions_per_topic, members)[0]
+    return _assign(partitions_per_topic, members, partition_racks)[0]
 
 
-def assign_cooperative_sticky(partitions_per_topic: Mapping[str, int],
-                              members: Sequence[Member]) -> Assignments:
+def assign_cooperative_sticky(partitions_per_topic: Mapping[str, int], members: Sequence[Member],
+                              partition_racks: PartitionRacks | None = None) -> Assignments:
     """The CooperativeStickyAssignor: the same plan minus partitions that still have another owner."""
-    assignment, transferring, _ = _assign(partitions_per_topic, members)
+    assignment, transferring, _ = _assign(partitions_per_topic, members, partition_racks)
     if transferring is None:
         transferring = changing_owner(members, assignment)
     for tp, member_id in transferring.items():

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from kafkalab.client.assignors.java_order import java_string_key, spread, topic_partition_hash
 from kafkalab.client.assignors.members import Assignments, Member
+from kafkalab.client.assignors.racks import RackInfo
 from kafkalab.client.assignors.claims import OwnedState
 from kafkalab.storage.checkpoints import TopicPartition
 
@@ -152,7 +153,8 @@ class _Group:
         return sum(self.counts[t] for t in topics)
 
 
-def assign_general(counts: Mapping[str, int], members: Sequence[Member], state: OwnedState) -> Assignments:
+def assign_general(counts: Mapping[str, int], members: Sequence[Member], state: OwnedState,
+                   racks: RackInfo) -> Assignments:
     """Balance greedily, then move partitions one at a time until balanced (see module docs)."""
     by_id = {m.member_id: m for m in members}
     topic_members: dict[str, list[str]] = {t: [] for t in counts}
@@ -163,14 +165,15 @@ def assign_general(counts: Mapping[str, int], members: Sequence[Member], state: 
         for topic in topics:
             topic_members[topic].append(member_id)
     group = _Group(counts, topic_members, member_topics, sum(counts.values()))
-    return _Builder(group, state, by_id).build()
+    return _Builder(group, state, by_id, racks).build()
 
 
 class _Builder:
     """One run of the general algorithm. Not thread-safe; used once."""
 
-    def __init__(self, group: _Group, state: OwnedState, by_id: Mapping[str, Member]) -> None:
+    def __init__(self, group: _Group, state: OwnedState, by_id: Mapping[str, Member], racks: RackInfo) -> None:
         self.group = group
+        self.racks = racks
         self.assignment: Assignments = {m: list(state.owned[m]) for m in state.order}
         self.owner: dict[TopicPartition, str] = {
             tp: m for m, tps in self.assignment.items() for tp in tps}
@@ -185,8 +188,8 @@ class _Builder:
         kept: set[TopicPartition] = set()
         for member_id, tps in self.assignment.items():
             subscribed = set(self.group.member_topics[member_id])
-            for tp in [tp for tp in tps if tp[0] not in subscribed]:
-                tps.remove(tp)  # the owner unsubscribed: it gives the partition up
+            for tp in [tp for tp in tps if tp[0] not in subscribed or self.racks.mismatch(member_id, tp)]:
+                tps.remove(tp)  # unsubscribed, or no replica in the owner's rack: given up
                 self.revocation_required = True
             kept.update(tps)
         unassigned = [tp for tp in self.sorted_partitions if tp not in kept]
@@ -197,9 +200,13 @@ class _Builder:
 
     def _balance(self, unassigned: list[TopicPartition]) -> None:
         initializing = not self.assignment[self.order.entries[-1][2]]
-        for tp in unassigned:
+        to_assign = unassigned
+        if self.racks.consumer_racks:  # same-rack members first, where there is one
+            to_assign = [tp for tp in unassigned
+                         if not (self.group.topic_members[tp[0]] and self._give_to_least_loaded(tp, True))]
+        for tp in to_assign:
             if self.group.topic_members[tp[0]]:
-                self._give_to_least_loaded(tp)
+                self._give_to_least_loaded(tp, False)
         fixed_topics = {t for t, ms in self.group.topic_members.items() if len(ms) < 2}
         self.sorted_partitions = [tp for tp in self.sorted_partitions if tp[0] not in fixed_topics]
         unassigned = [tp for tp in unassigned if tp[0] not in fixed_topics]
@@ -219,14 +226,16 @@ class _Builder:
             self.owner = owner_before
         self.assignment.update(fixed)
 
-    def _give_to_least_loaded(self, tp: TopicPartition) -> None:
+    def _give_to_least_loaded(self, tp: TopicPartition, same_rack: bool) -> bool:
         for member_id in self.order:
-            if tp[0] in self.group.member_topics[member_id]:
+            if tp[0] in self.group.member_topics[member_id] and \
+                    not (same_rack and self.racks.mismatch(member_id, tp)):
                 self.order.remove(member_id)
                 self.assignment[member_id].append(tp)
                 self.owner[tp] = member_id
                 self.order.add(member_id)
-                return
+                return True
+        return False
 
     def _can_take_part(self, member_id: str) -> bool:
         if len(self.assignment[member_id]) < self.group.max_size(member_id):
@@ -271,6 +280,8 @@ class _Builder:
                 size > len(self.assignment[previous[0]]) + 1:
             self._move(tp, previous[0])
             return True
+        # Kafka first looks for such a member within the partition's racks, but then moves the
+        # partition to the same target either way, so the rack check changes nothing here.
         for other in self.group.topic_members[tp[0]]:
             if other in self.assignment and size > len(self.assignment[other]) + 1:
                 target = next(m for m in self.order if tp[0] in self.group.member_topics[m])

@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kafkalab.client.assignors import Member
+from kafkalab.client.assignors import ASSIGNORS, Member
 from kafkalab.client.consumer_protocol import NO_GENERATION, Subscription
 from kafkalab.storage.checkpoints import TopicPartition
 
@@ -18,18 +18,28 @@ class Problem:
     assignor: str
     partitions_per_topic: dict[str, int]
     members: tuple[Member, ...]
+    partition_racks: dict[TopicPartition, tuple[str, ...]] | None = None  # replica racks
+
+    def run(self) -> Result:
+        """kafkalab's answer."""
+        return ASSIGNORS[self.assignor](self.partitions_per_topic, self.members, self.partition_racks)
 
 
 def encode(problems: Sequence[Problem]) -> str:
     lines: list[str] = []
     for problem in problems:
         lines.append(f"CASE {problem.assignor}")
-        lines += [f"TOPIC {t} {n}" for t, n in problem.partitions_per_topic.items()]
+        for t, n in problem.partitions_per_topic.items():
+            racks = ""
+            if problem.partition_racks is not None and n > 0:
+                racks = " " + "/".join("+".join(problem.partition_racks.get((t, p), ())) or "-" for p in range(n))
+            lines.append(f"TOPIC {t} {n}{racks}")
         for m in problem.members:
             s = m.subscription
             topics = ",".join(s.topics) or "-"
             owned = ",".join(f"{t}:{p}" for t, p in s.owned_partitions) or "-"
-            lines.append(f"MEMBER {m.member_id} {m.group_instance_id or '-'} {s.generation_id} {topics} {owned}")
+            lines.append(f"MEMBER {m.member_id} {m.group_instance_id or '-'} {s.generation_id} {topics} {owned} "
+                         f"{s.rack_id or '-'}")
         lines.append("END")
     return "\n".join(lines) + "\n"
 
@@ -58,10 +68,11 @@ def _member_id(rng: random.Random, index: int) -> str:
     return f"consumer-{index}-{rng.getrandbits(48):012x}"
 
 
-def random_problem(rng: random.Random, assignor: str, scale: int = 1) -> Problem:
+def random_problem(rng: random.Random, assignor: str, scale: int = 1, racks_chance: float = 0.0) -> Problem:
     """Unequal or equal subscriptions, static members, and for the sticky assignors a previous
     generation's ownership with members that left, members that joined and stale claims.
-    ``scale`` multiplies the partition counts and the largest group size."""
+    ``scale`` multiplies the partition counts and the largest group size; with probability
+    ``racks_chance`` partitions get replica racks and members racks (KIP-881)."""
     topics = {f"topic-{i}": scale * rng.choice([0, 1, 2, 3, 5, 8, 13]) for i in range(rng.randint(1, 4))}
     names = list(topics)
     equal = rng.random() < 0.5
@@ -76,7 +87,27 @@ def random_problem(rng: random.Random, assignor: str, scale: int = 1) -> Problem
             members = [Member(m.member_id, m.subscription, None) for m in members]
     if assignor in ("sticky", "cooperative-sticky") and rng.random() < 0.8:
         members = _with_history(rng, topics, members)
-    return Problem(assignor, topics, tuple(members))
+    partition_racks = None
+    if rng.random() < racks_chance:
+        members, partition_racks = _with_racks(rng, topics, members)
+    return Problem(assignor, topics, tuple(members), partition_racks)
+
+
+RACKS = ("rack-a", "rack-b", "rack-c")
+
+
+def _with_racks(rng: random.Random, topics: dict[str, int], members: list[Member]
+                ) -> tuple[list[Member], dict[TopicPartition, tuple[str, ...]]]:
+    """Replicas on 0-3 racks per partition, and most members in one of the racks."""
+    replicas = {(t, p): tuple(rng.sample(RACKS, rng.choice([0, 1, 1, 2, 2, 3])))
+                for t, n in topics.items() for p in range(n)}
+    placed = []
+    for m in members:
+        s = m.subscription
+        rack = rng.choice(RACKS + (None,))
+        placed.append(Member(m.member_id, Subscription(s.topics, s.owned_partitions, s.generation_id, rack),
+                             m.group_instance_id))
+    return placed, replicas
 
 
 def _with_history(rng: random.Random, topics: dict[str, int], members: list[Member]) -> list[Member]:

@@ -1,6 +1,7 @@
 """kafkalab's assignors against Apache Kafka's Java assignors (3.9.1) on random problems.
 
-All problems go to one JVM in one batch. Range and RoundRobin are deterministic in Java. The
+All problems go to one JVM in one batch; half of them carry replica and member racks, which
+turns on KIP-881's rack matching in Range and the sticky assignors. Range and RoundRobin are deterministic in Java. The
 sticky assignors walk Java ``HashMap``s and ``HashSet``s, so Java's own output depends on their
 iteration order; kafkalab reproduces that order (``java_order``), so here too the comparison is
 exact, partition for partition. Should a future Kafka change its collections, the fallback
@@ -24,6 +25,7 @@ from tests.java_client import java_client
 SEED = 15  # replay a failure with this seed and the printed case index
 PER_ASSIGNOR = 300  # 4 x 300 = 1,200 problems
 LARGE = 60  # and per sticky assignor, groups 4x larger, where ordering subtleties show
+RACKS_CHANCE = 0.5  # half the problems place replicas and members in racks (KIP-881)
 
 
 def _sorted(result: Result) -> dict[str, list[tuple[str, int]]]:
@@ -69,13 +71,14 @@ def _rightful_owners(problem: Problem) -> dict[tuple[str, int], str]:
 def test_random_problems_equal_kafkas_java_assignors() -> None:
     client = java_client()
     rng = random.Random(SEED)
-    problems = [random_problem(rng, a) for a in sorted(ASSIGNORS) for _ in range(PER_ASSIGNOR)]
-    problems += [random_problem(rng, a, scale=4) for a in ("sticky", "cooperative-sticky") for _ in range(LARGE)]
+    problems = [random_problem(rng, a, racks_chance=RACKS_CHANCE) for a in sorted(ASSIGNORS) for _ in range(PER_ASSIGNOR)]
+    problems += [random_problem(rng, a, scale=4, racks_chance=RACKS_CHANCE)
+                 for a in ("sticky", "cooperative-sticky") for _ in range(LARGE)]
     java, _ = decode(client.run("AssignorOracle", encode(problems)))
     assert len(java) == len(problems)
     exact: Counter[str] = Counter()
     for index, (problem, theirs) in enumerate(zip(problems, java)):
-        ours = ASSIGNORS[problem.assignor](problem.partitions_per_topic, problem.members)
+        ours = problem.run()
         _check_valid(problem, ours)
         if isinstance(theirs, str):
             assert problem.assignor in ("sticky", "cooperative-sticky"), (index, theirs)

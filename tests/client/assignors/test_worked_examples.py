@@ -122,3 +122,28 @@ def test_hostile_partition_counts_are_rejected_before_allocating(assignor: str) 
 def test_no_members_or_no_subscriptions(assignor: str) -> None:
     assert ASSIGNORS[assignor]({"t": 3}, []) == {}
     assert ASSIGNORS[assignor]({"t": 3}, _members(())) == {"C0": []}
+
+
+def _racked(racks: tuple[str, ...]) -> list[Member]:
+    return [Member(f"C{i}", Subscription(("t",), rack_id=rack)) for i, rack in enumerate(racks)]
+
+
+RACK_EXAMPLES = [
+    # the racks module's worked example: t-0 on (r1, r2), t-1 on (r0, r1); C0 in r0, C1 in r2
+    ("range", {("t", 0): ("r1", "r2"), ("t", 1): ("r0", "r1")}, {"C0": [("t", 1)], "C1": [("t", 0)]}),
+    ("cooperative-sticky", {("t", 0): ("r1", "r2"), ("t", 1): ("r0", "r1")}, {"C0": [("t", 1)], "C1": [("t", 0)]}),
+    # every partition on every rack: rack awareness stays off, plain Range
+    ("range", {("t", 0): ("r0", "r2"), ("t", 1): ("r0", "r2")}, {"C0": [("t", 0)], "C1": [("t", 1)]}),
+]
+
+
+@pytest.mark.parametrize("assignor, replicas, expected", RACK_EXAMPLES)
+def test_rack_worked_examples(assignor: str, replicas: dict, expected: dict) -> None:
+    assert ASSIGNORS[assignor]({"t": 2}, _racked(("r0", "r2")), replicas) == expected
+
+
+def test_rack_worked_examples_equal_kafkas_java_assignors() -> None:
+    client = java_client()
+    problems = [Problem(a, {"t": 2}, tuple(_racked(("r0", "r2"))), r) for a, r, _ in RACK_EXAMPLES]
+    java, _ = decode(client.run("AssignorOracle", encode(problems)))
+    assert java == [e[2] for e in RACK_EXAMPLES]
