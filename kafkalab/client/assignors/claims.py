@@ -71,18 +71,19 @@ def resolve_claims(counts: Mapping[str, int], members: Sequence[Member]) -> Owne
         for tp in subscription.owned_partitions:
             # A claim on a partition the topic does not have (it was deleted and re-created
             # smaller) is dropped; Kafka's builders would fail or hand it out.
-            if tp[1] < counts.get(tp[0], 0):
-                _claim(state, owner_of, member_id, owned, tp)
+            if tp[1] >= counts.get(tp[0], 0):
+                continue
+            if tp not in owner_of:  # the common case, kept inline: a claim nobody disputes
+                owned.append(tp)
+                owner_of[tp] = member_id
+            else:
+                _dispute(state, owner_of, member_id, owned, tp)
     return state
 
 
-def _claim(state: OwnedState, owner_of: dict[TopicPartition, str], member_id: str,
-           owned: list[TopicPartition], tp: TopicPartition) -> None:
-    other = owner_of.get(tp)
-    if other is None:
-        owned.append(tp)
-        owner_of[tp] = member_id
-        return
+def _dispute(state: OwnedState, owner_of: dict[TopicPartition, str], member_id: str,
+             owned: list[TopicPartition], tp: TopicPartition) -> None:
+    other = owner_of[tp]
     mine, theirs = state.generation[member_id], state.generation[other]
     if mine == theirs:
         # Two owners in one generation: the claim is invalid, and neither keeps the partition.

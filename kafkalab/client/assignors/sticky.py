@@ -85,13 +85,13 @@ def _keep_owned(state: OwnedState, quota: _Quota, racks: RackInfo, assignment: A
     with rack awareness, only those with a replica in its rack."""
     kept: set[TopicPartition] = set()
     for member_id in state.order:
-        owned = []
-        for tp in state.owned[member_id]:
-            if racks.mismatch(member_id, tp):
-                quota.maybe_revoked[tp] = member_id
-            else:
-                owned.append(tp)
-        owned.sort(key=lambda tp: (tp[1], tp[0]))
+        owned = state.owned[member_id]
+        if racks.consumer_racks:
+            for tp in owned:
+                if racks.mismatch(member_id, tp):
+                    quota.maybe_revoked[tp] = member_id
+            owned = [tp for tp in owned if not racks.mismatch(member_id, tp)]
+        owned = sorted(owned, key=lambda tp: (tp[1], tp[0]))
         owned = [tp for tp in owned if tp not in state.doubly_claimed]
         if len(owned) < quota.min_quota:
             keep = len(owned)
