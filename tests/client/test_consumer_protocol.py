@@ -113,3 +113,44 @@ def test_bad_bytes_raise_protocol_error(data: bytes) -> None:
 def test_encode_rejects_unknown_version() -> None:
     with pytest.raises(ProtocolError):
         encode_subscription(Subscription(("a",)), 4)
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+def _flatten(fields: list[dict], prefix: str = "") -> list[tuple[str, str, str, str | None]]:
+    rows = []
+    for fld in fields:
+        name = prefix + _snake(fld["name"])
+        rows.append((name, fld["type"].split("[]")[-1] if "fields" in fld else fld["type"],
+                     fld["versions"], fld.get("nullableVersions")))
+        rows += _flatten(fld.get("fields", []), name + ".")
+    return rows
+
+
+def _ours(struct, prefix: str = "") -> list[tuple[str, str, str, str | None]]:
+    from kafkalab.protocol.schema import VERSION_MAX
+
+    def text(versions: tuple[int, int] | None) -> str | None:
+        if versions is None:
+            return None
+        return f"{versions[0]}+" if versions[1] == VERSION_MAX else f"{versions[0]}-{versions[1]}"
+
+    rows = []
+    for fld in struct.fields:
+        name = prefix + fld.name
+        type_ = fld.struct.name if fld.struct is not None else fld.type
+        rows.append((name, type_, text(fld.versions), text(fld.nullable)))
+        if fld.struct is not None:
+            rows += _ours(fld.struct, name + ".")
+    return rows
+
+
+def test_fields_match_kafkas_json_specs() -> None:
+    from kafkalab.client import consumer_protocol
+
+    ours = {"ConsumerProtocolSubscription": consumer_protocol._SUBSCRIPTION,
+            "ConsumerProtocolAssignment": consumer_protocol._ASSIGNMENT}
+    for name, struct in ours.items():
+        assert _ours(struct) == _flatten(_spec(name)["fields"]), name
