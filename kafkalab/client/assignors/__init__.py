@@ -26,6 +26,8 @@ from typing import Protocol
 
 from kafkalab.client.assignors.members import Assignments, Member
 from kafkalab.client.assignors.racks import PartitionRacks
+from kafkalab.client.assignors import range as range_
+from kafkalab.client.assignors import round_robin, sticky
 from kafkalab.client.assignors.range import assign_range
 from kafkalab.client.assignors.round_robin import assign_round_robin
 from kafkalab.client.assignors.sticky import assign_cooperative_sticky, assign_sticky
@@ -39,13 +41,13 @@ class Assignor(Protocol):
                  partition_racks: PartitionRacks | None = None) -> Assignments: ...
 
 
-ASSIGNORS: dict[str, Assignor] = {
-    "range": assign_range,
-    "roundrobin": assign_round_robin,
-    "sticky": assign_sticky,
-    "cooperative-sticky": assign_cooperative_sticky,
+ASSIGNORS: dict[str, Assignor] = {  # by the protocol name members put in JoinGroup
+    range_.NAME: assign_range,
+    round_robin.NAME: assign_round_robin,
+    sticky.STICKY_NAME: assign_sticky,
+    sticky.COOPERATIVE_STICKY_NAME: assign_cooperative_sticky,
 }
-COOPERATIVE = frozenset({"cooperative-sticky"})  # assignors that revoke only what moves
+COOPERATIVE = frozenset({sticky.COOPERATIVE_STICKY_NAME})  # assignors that revoke only what moves
 
 __all__ = [
     "ASSIGNORS", "COOPERATIVE", "Assignments", "Assignor", "Member", "PartitionRacks", "assign_cooperative_sticky",

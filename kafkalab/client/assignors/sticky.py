@@ -6,9 +6,10 @@ Range and RoundRobin forget the previous assignment; the sticky assignors start 
 member's subscription carries the partitions it owned and the generation it owned them in
 (KIP-429 owned partitions, KIP-792 generation). The plan is:
 
-1. **Resolve claims** (:mod:`.claims`). A partition claimed by two members goes to the one with the higher
-   generation; if both claim it in the *same* generation the claim is invalid and neither keeps
-   it. Claims on topics no member subscribes to, or on partitions that do not exist, are dropped.
+1. **Resolve claims** (:mod:`.claims`). A partition claimed by two members goes to the one
+   with the higher generation; if both claim it in the *same* generation the claim is invalid
+   and neither keeps it. Claims on topics no member subscribes to, or on partitions that do not
+   exist, are dropped.
 2. **Keep what fits, fill the rest.** With identical subscriptions (the common case) there is a
    quota: ``total // members`` (min) and ``ceil(total / members)`` (max), with exactly
    ``total % members`` members at max. Each member keeps up to its quota of owned partitions,
