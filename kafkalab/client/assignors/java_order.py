@@ -21,6 +21,12 @@ in a 16-slot table (99 & 15 = 3, 97 & 15 = 1, 98 & 15 = 2), so the map iterates 
 whatever order they were inserted in. ``"Aa"`` and ``"BB"`` share the hash 2112 and so iterate in
 insertion order.
 
+A map filled through ``computeIfAbsent`` (Kafka's ``CollectionUtils.groupPartitionsByTopic``,
+behind the sticky assignor's user data) differs in two ways, both modelled by
+:func:`compute_if_absent_order`: a new key goes to the *front* of its bucket, and the table grows
+at the start of a call, once the count already exceeds three quarters of the table -- so 13 keys
+still fit 16 slots until one more call is made.
+
 Kafka turns a bucket of eight or more keys into a small tree, which changes the order inside
 that bucket; with real member ids (a client id and a UUID) that does not happen in practice, and
 this module does not model it.
@@ -80,3 +86,23 @@ def hashmap_order(keys: Sequence[str], hashes: Iterable[int] | None = None) -> l
     hash_list = list(hashes) if hashes is not None else [java_string_hash(k) for k in keys]
     ranked = sorted(range(len(keys)), key=lambda i: (spread(hash_list[i]) & (size - 1), i))
     return [keys[i] for i in ranked]
+
+
+def compute_if_absent_order(calls: Sequence[str]) -> list[str]:
+    """The order a default ``HashMap`` iterates after ``computeIfAbsent(key, ...)`` was called
+    for each of ``calls`` in turn (repeats included: every call may grow the table)."""
+    hashes: dict[str, int] = {}
+    buckets: list[list[str]] = [[] for _ in range(HASHMAP_INITIAL_CAPACITY)]
+    count = 0
+    for key in calls:
+        if count > len(buckets) * HASHMAP_LOAD_FACTOR:
+            grown: list[list[str]] = [[] for _ in range(2 * len(buckets))]
+            for bucket in buckets:  # a split keeps each bucket's relative order
+                for k in bucket:
+                    grown[spread(hashes[k]) & (len(grown) - 1)].append(k)
+            buckets = grown
+        if key not in hashes:
+            hashes[key] = java_string_hash(key)
+            buckets[spread(hashes[key]) & (len(buckets) - 1)].insert(0, key)
+            count += 1
+    return [key for bucket in buckets for key in bucket]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkalab.client.assignors.java_order import (
-    hashmap_order, java_string_hash, java_string_key, table_size_for, topic_partition_hash,
+    compute_if_absent_order, hashmap_order, java_string_hash, java_string_key, table_size_for, topic_partition_hash,
 )
 
 # Printed by jshell: for (i in 0..39) m.put("consumer-" + (i * 7 % 40), i); m.keySet()
@@ -48,3 +48,15 @@ def test_string_order_is_by_utf16_code_unit() -> None:
     # Java orders U+FF61 after U+1F600 (surrogate 0xD83D < 0xFF61); code-point order says otherwise
     assert java_string_key("\U0001F600") < java_string_key("\uff61")
     assert "\U0001F600" > "\uff61"
+
+
+def test_compute_if_absent_order_equals_javas() -> None:
+    # Printed by jshell: CollectionUtils.groupPartitionsByTopic (HashMap.computeIfAbsent) over
+    # partition 0 of each topic in this order; 13 keys stay in 16 slots, newest first per bucket.
+    calls = ["topic-9", "topic-4", "topic-3", "topic-17", "topic-14", "topic-1", "topic-5", "topic-11",
+             "topic-19", "topic-16", "topic-8", "topic-20", "topic-10"]
+    assert compute_if_absent_order(calls) == [
+        "topic-14", "topic-8", "topic-16", "topic-9", "topic-17", "topic-19", "topic-1", "topic-20",
+        "topic-10", "topic-3", "topic-11", "topic-4", "topic-5"]
+    # one more call, even for a key already present, grows the table to 32 first: a new order
+    assert compute_if_absent_order(calls + ["topic-9"]) != compute_if_absent_order(calls)
