@@ -9,9 +9,14 @@ name                module                                     rebalance protoco
 ==================  =========================================  ==========================
 range               :mod:`.range`                              eager
 roundrobin          :mod:`.round_robin`                        eager
-sticky              :mod:`.sticky`                             eager
+sticky              :mod:`.sticky`, :mod:`.sticky_general`     eager
 cooperative-sticky  :mod:`.sticky`, :mod:`.sticky_general`     cooperative (KIP-429)
 ==================  =========================================  ==========================
+
+Members that keep their ownership in ``user_data`` (Kafka's StickyAssignor, and
+CooperativeSticky under older subscription versions) are read through
+:func:`.user_data.member_view` first. Where Kafka's Java leader lets the iteration order of a
+``HashMap`` decide, :mod:`.java_order` reproduces it, so the results equal Kafka's exactly.
 
 Each also takes ``partition_racks`` (partition -> racks holding a replica): with members' rack
 ids it turns on KIP-881's rack matching in Range and the sticky assignors (:mod:`.racks`).

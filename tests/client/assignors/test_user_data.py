@@ -65,3 +65,30 @@ def test_member_view_per_assignor() -> None:
     assert member_view("cooperative-sticky", coop).generation_id == 6
     assert member_view("cooperative-sticky", Subscription(("t",), (), 2, user_data=b"\x00")).generation_id == 2
     assert member_view("cooperative-sticky", Subscription(("t",), (), -1, user_data=b"\x00")).generation_id == -1
+
+
+def test_leader_reading_subscription_bytes_equals_kafkas_java() -> None:
+    """The path a kafkalab leader takes with Java members: subscription bytes (v0, ownership in
+    StickyAssignor user data) -> decode -> member_view -> assignor, against Java's answer."""
+    import dataclasses
+
+    from kafkalab.client.assignors import ASSIGNORS, Member
+    from kafkalab.client.consumer_protocol import decode_subscription, encode_subscription
+    from tests.client.assignors.oracle import decode, encode, random_problem
+
+    client = java_client()
+    rng = random.Random(429)
+    problems = [random_problem(rng, "sticky") for _ in range(200)]
+    java, _ = decode(client.run("AssignorOracle", encode(problems)))
+    for problem, theirs in zip(problems, java):
+        members = []
+        for m in problem.members:
+            s = m.subscription
+            data = encode_sticky_user_data(s.owned_partitions, s.generation_id) \
+                if s.owned_partitions or s.generation_id >= 0 else None
+            wire = encode_subscription(dataclasses.replace(s, owned_partitions=(), user_data=data), version=0)
+            members.append(Member(m.member_id, member_view("sticky", decode_subscription(wire)), m.group_instance_id))
+        if isinstance(theirs, str):
+            continue
+        ours = ASSIGNORS["sticky"](problem.partitions_per_topic, members)
+        assert {k: sorted(v) for k, v in ours.items()} == {k: sorted(v) for k, v in theirs.items()}
