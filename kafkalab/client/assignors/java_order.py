@@ -34,6 +34,7 @@ this module does not model it.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 
 INT32_MASK = 0xFFFFFFFF
@@ -49,10 +50,14 @@ def to_int32(value: int) -> int:
 
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: polynomial hash over UTF-16 code units, signed int32."""
-    data = text.encode("utf-16-be")
+    if text.isascii():  # one UTF-16 code unit per byte: iterate the bytes directly
+        units: Sequence[int] = text.encode("ascii")
+    else:
+        data = text.encode("utf-16-be")
+        units = struct.unpack(f">{len(data) // 2}H", data)
     h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & INT32_MASK
+    for unit in units:  # Python's integers do not overflow: wrap once at the end
+        h = h * 31 + unit
     return to_int32(h)
 
 
