@@ -18,7 +18,7 @@ baseline, so the ratio reads "times slower than Java" and the target is ``<=3``.
 RoundRobin on the same group follow as context lines (``target=none``), and so does
 ``assignors.cooperative_sticky_unequal``: 200 members, each subscribed to a random subset of 20
 topics of 50 partitions, 20 of them new -- the general algorithm, whose search costs far more
-per partition in both languages (at 500 members x 5,000 partitions it takes seconds).
+per partition in both languages (at 500 members x 5,000 partitions about a second).
 
 The Java side comes from the repository's test support (``tests/java_client.py``, which fetches
 Kafka's client jar once per machine); without Java, ``javac`` or that support the lines are

@@ -246,17 +246,18 @@ class _Builder:
         entries = self.order.entries
         if entries[0][0] >= entries[-1][0] - 1:
             return True
-        owner = {tp: m for m, tps in self.assignment.items() for tp in tps}
+        # self.owner also lists the partitions of members set aside; those cannot reach the
+        # comparison (a set-aside member only holds topics nobody else subscribes to), and
+        # would count as empty if they did.
         for member_id in self.order:
             mine = self.assignment[member_id]
             if len(mine) == self.group.max_size(member_id):
                 continue
-            held = set(mine)
+            bound = len(mine) + 1
             for topic in self.group.member_topics[member_id]:
                 for p in range(self.group.counts[topic]):
-                    other = owner.get((topic, p))
-                    if (topic, p) not in held and other is not None and \
-                            len(mine) + 1 < len(self.assignment[other]):
+                    other = self.owner.get((topic, p), member_id)
+                    if other != member_id and bound < len(self.assignment.get(other, ())):
                         return False
         return True
 
