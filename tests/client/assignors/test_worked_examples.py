@@ -28,10 +28,25 @@ THREE = _members(("t",), ("t",), ("t",))
 OWNED_433 = (_t(0, 1, 2, 3), _t(4, 5, 6), _t(7, 8, 9))
 JOINED = _members(("t",), ("t",), ("t",), ("t",), owned=OWNED_433, generation=1)
 
+# The seeds' consumer threads C1-0, C1-1, C2-0, C2-1 (member ids sort the same way).
+THREADS = [Member(name, Subscription(("T1",))) for name in ("C1-0", "C1-1", "C2-0", "C2-1")]
+
 EXAMPLES = [
     # name, assignor, partitions per topic, members, expected (sorted per member)
     ("range 10 over 3 is 4/3/3", "range", {"t": 10}, THREE,
      {"C0": _t(0, 1, 2, 3), "C1": _t(4, 5, 6), "C2": _t(7, 8, 9)}),
+    ("seeds: range 11 over 3 is 4/4/3", "range", {"t": 11}, THREE,
+     {"C0": _t(0, 1, 2, 3), "C1": _t(4, 5, 6, 7), "C2": _t(8, 9, 10)}),
+    ("seeds: range over 2 topics of 10 gives C0 two extra", "range", {"T1": 10, "T2": 10},
+     _members(("T1", "T2"), ("T1", "T2"), ("T1", "T2")),
+     {"C0": _t(0, 1, 2, 3, topic="T1") + _t(0, 1, 2, 3, topic="T2"),
+      "C1": _t(4, 5, 6, topic="T1") + _t(4, 5, 6, topic="T2"),
+      "C2": _t(7, 8, 9, topic="T1") + _t(7, 8, 9, topic="T2")}),
+    # The seeds sort partitions by hash code (T1-5, T1-3, T1-0, ...); Kafka sorts them by topic
+    # and number, so C1-0 gets T1-0, T1-4, T1-8, not T1-5, T1-2, T1-6.
+    ("seeds corrected: roundrobin deals partitions in order", "roundrobin", {"T1": 10}, THREADS,
+     {"C1-0": _t(0, 4, 8, topic="T1"), "C1-1": _t(1, 5, 9, topic="T1"),
+      "C2-0": _t(2, 6, topic="T1"), "C2-1": _t(3, 7, topic="T1")}),
     ("range co-partitions two topics", "range", {"a": 3, "b": 3}, _members(("a", "b"), ("a", "b")),
      {"C0": _t(0, 1, topic="a") + _t(0, 1, topic="b"), "C1": _t(2, topic="a") + _t(2, topic="b")}),
     ("roundrobin deals sorted partitions", "roundrobin", {"a": 3, "b": 2}, _members(("a", "b"), ("a", "b")),
