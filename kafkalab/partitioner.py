@@ -32,6 +32,9 @@ buffers) with numpy, one pass per 4-byte block position, for the Spark labs.
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -140,3 +143,35 @@ def partitions_for_keys(
     hashes = murmur2_array(data, offsets)
     positive = hashes.view(np.uint32) & np.uint32(POSITIVE_MASK)
     return (positive % np.uint32(num_partitions)).astype(np.int32)
+
+
+# --- Java's String.hashCode, for the coordinators and the assignors ----------------------------
+
+INT32_MIN = -(2**31)
+
+
+def to_int32(value: int) -> int:
+    """Wrap an integer to Java's signed 32-bit range."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over the string's UTF-16 code
+    units, as a signed int32. Kafka places a group (``__consumer_offsets``) and a transactional
+    id (``__transaction_state``) by it, and its sticky assignors iterate hash maps ordered by it.
+    ``"foobar"`` hashes to -1268878963."""
+    if text.isascii():  # one UTF-16 code unit per byte: iterate the bytes directly
+        units: Sequence[int] = text.encode("ascii")
+    else:
+        data = text.encode("utf-16-be")
+        units = struct.unpack(f">{len(data) // 2}H", data)
+    h = 0
+    for unit in units:  # Python's integers do not overflow: wrap once at the end
+        h = h * 31 + unit
+    return to_int32(h)
+
+
+def java_abs(value: int) -> int:
+    """Kafka's ``Utils.abs``: ``abs``, except that ``Integer.MIN_VALUE`` maps to 0."""
+    return 0 if value == INT32_MIN else abs(value)

@@ -13,25 +13,12 @@ partition 12 of ``__consumer_offsets`` holds its commits; ``"polygenelubricants"
 
 from __future__ import annotations
 
+from kafkalab.partitioner import java_abs, java_string_hash
+
 OFFSETS_TOPIC = "__consumer_offsets"  # Kafka's Topic.GROUP_METADATA_TOPIC_NAME
 OFFSETS_TOPIC_PARTITIONS_DEFAULT = 50  # offsets.topic.num.partitions
 
-_INT32_MIN = -(2**31)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: a signed int32 over UTF-16 code units."""
-    data = text.encode("utf-16-be")
-    value = 0
-    for index in range(0, len(data), 2):
-        value = (value * 31 + (data[index] << 8 | data[index + 1])) & 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def java_abs(value: int) -> int:
-    """Kafka's ``Utils.abs``: ``abs``, except that ``Integer.MIN_VALUE`` maps to 0."""
-    return 0 if value == _INT32_MIN else abs(value)
-
+__all__ = ["OFFSETS_TOPIC", "OFFSETS_TOPIC_PARTITIONS_DEFAULT", "java_abs", "java_string_hash", "partition_for"]
 
 def partition_for(group_id: str, partition_count: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT) -> int:
     """The ``__consumer_offsets`` partition that coordinates ``group_id``."""

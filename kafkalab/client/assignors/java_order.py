@@ -34,31 +34,13 @@ this module does not model it.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
+
+from kafkalab.partitioner import java_string_hash, to_int32
 
 INT32_MASK = 0xFFFFFFFF
 HASHMAP_INITIAL_CAPACITY = 16  # java.util.HashMap's default table size
 HASHMAP_LOAD_FACTOR = 0.75  # and its default load factor
-
-
-def to_int32(value: int) -> int:
-    """Wrap an integer to Java's signed 32-bit range."""
-    value &= INT32_MASK
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: polynomial hash over UTF-16 code units, signed int32."""
-    if text.isascii():  # one UTF-16 code unit per byte: iterate the bytes directly
-        units: Sequence[int] = text.encode("ascii")
-    else:
-        data = text.encode("utf-16-be")
-        units = struct.unpack(f">{len(data) // 2}H", data)
-    h = 0
-    for unit in units:  # Python's integers do not overflow: wrap once at the end
-        h = h * 31 + unit
-    return to_int32(h)
 
 
 def java_string_key(text: str) -> bytes:
