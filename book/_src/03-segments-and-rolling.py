@@ -50,6 +50,11 @@ for name in sorted(os.listdir(log.directory)):
     print(f"{name:<36}{(log.directory / name).stat().st_size:>10} bytes")
 
 # %% [markdown]
+# Beside each segment that rolled sits a 10-byte `.snapshot`: Kafka snapshots the idempotent
+# producers' state (their last sequence numbers) at every roll, named after the new segment's
+# base offset, so a restart need not reread the whole log. These batches carry no producer id, so
+# each snapshot is empty -- a version, a CRC and a count of 0; chapter 12 fills one.
+#
 # Read the names carefully: **a segment is named after its own base offset**, the first offset
 # it holds, zero-padded to 20 digits. `00000000000000000011.log` starts at offset 11. (One of
 # the source articles says a segment is named after the *previous* segment's last offset; the
