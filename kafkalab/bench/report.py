@@ -1,13 +1,47 @@
-"""The one-line benchmark report format shared by every benchmark."""
+"""The one-line benchmark report format shared by every benchmark.
+
+A figure measured once prints::
+
+    BENCH <name> <value> <unit> baseline=<value> ratio=<r> target=<t>
+
+A figure measured over several runs, each run timing the subject and its baseline side by side,
+prints the medians of both sides and adds the spread of the per-run ratios::
+
+    BENCH storage.append 1335 MiB/s baseline=3161 ratio=0.42 target=>=0.5 min=0.38 max=0.45 runs=5
+
+Worked example: runs of (subject, baseline) = (4, 10), (6, 10), (5, 9) print value=5 (median of
+4, 6, 5), baseline=10 (median of 10, 10, 9), ratio=0.50 (5 / 10), and the per-run ratios 0.40,
+0.60 and 0.56 give min=0.40 max=0.60 runs=3. The target is judged on the printed ratio; the
+min-max says how far one unlucky or lucky run on a shared machine could have moved it.
+"""
 
 from __future__ import annotations
 
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 
 CONTEXT = "none"  # the target of a line that gives context and states no target
+SPREAD_FIELDS = ("min", "max", "runs")  # the optional fields after target=, in this order
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """The lowest and highest per-run ratio of a figure measured over ``runs`` runs."""
+
+    low: float
+    high: float
+    runs: int
+
+    @classmethod
+    def of(cls, values: Sequence[float], baselines: Sequence[float]) -> Spread:
+        """The spread of ``values[i] / baselines[i]``, the ratio each run measured."""
+        if not values or len(values) != len(baselines):
+            raise ValueError(f"need one baseline per run, got {len(values)} runs and {len(baselines)} baselines")
+        ratios = [v / b if b else float("inf") for v, b in zip(values, baselines)]
+        return cls(min(ratios), max(ratios), len(ratios))
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +58,7 @@ class Figure:
     unit: str
     baseline: float
     target: str
+    spread: Spread | None = None
 
     @property
     def ratio(self) -> float:
@@ -38,10 +73,13 @@ class Figure:
         return self.ratio >= bound if op == ">=" else self.ratio <= bound
 
     def line(self) -> str:
-        return (
+        line = (
             f"BENCH {self.name} {_fmt(self.value)} {self.unit} baseline={_fmt(self.baseline)} "
             f"ratio={self.ratio:.2f} target={self.target}"
         )
+        if self.spread is None:
+            return line
+        return f"{line} min={self.spread.low:.2f} max={self.spread.high:.2f} runs={self.spread.runs}"
 
 
 def parse_line(line: str) -> Figure | None:
@@ -50,12 +88,19 @@ def parse_line(line: str) -> Figure | None:
     Values come back as printed (four significant digits), enough to say whether a target is met.
     """
     parts = line.split()
-    if len(parts) != 7 or parts[0] != "BENCH":
+    if len(parts) not in (7, 7 + len(SPREAD_FIELDS)) or parts[0] != "BENCH":
         return None
-    fields = dict(part.split("=", 1) for part in parts[4:] if "=" in part)
-    if set(fields) != {"baseline", "ratio", "target"}:
+    names = [part.split("=", 1)[0] for part in parts[4:]]
+    if names not in (["baseline", "ratio", "target"], ["baseline", "ratio", "target", *SPREAD_FIELDS]):
         return None
-    return Figure(parts[1], float(parts[2]), parts[3], float(fields["baseline"]), fields["target"])
+    fields = dict(part.split("=", 1) for part in parts[4:])
+    try:
+        spread = None
+        if "runs" in fields:
+            spread = Spread(float(fields["min"]), float(fields["max"]), int(fields["runs"]))
+        return Figure(parts[1], float(parts[2]), parts[3], float(fields["baseline"]), fields["target"], spread)
+    except ValueError:
+        return None
 
 
 def _is_number(text: str) -> bool:
@@ -77,13 +122,42 @@ class Reporter:
     figures: list[Figure] = field(default_factory=list)
     echo: Callable[[str], None] = print
 
-    def report(self, name: str, value: float, unit: str, baseline: float, target: str) -> Figure:
+    def report(self, name: str, value: float, unit: str, baseline: float, target: str,
+               spread: Spread | None = None) -> Figure:
         if target != CONTEXT and (target[:2] not in (">=", "<=") or not _is_number(target[2:])):
             raise ValueError(f"target must be >=N, <=N or {CONTEXT!r}, got {target!r}")
-        figure = Figure(name, float(value), unit, float(baseline), target)
+        figure = Figure(name, float(value), unit, float(baseline), target, spread)
         self.figures.append(figure)
         self.echo(figure.line())
         return figure
+
+    def report_runs(self, name: str, values: Sequence[float], unit: str,
+                    baselines: Sequence[float] | float, target: str) -> Figure:
+        """Report the median of ``values`` against the median of ``baselines`` (one per run,
+        measured side by side with its value; a single number for a fixed requirement), with
+        the spread of the per-run ratios."""
+        if isinstance(baselines, (int, float)):
+            baselines = [float(baselines)] * len(values)
+        spread = Spread.of(values, baselines)
+        return self.report(name, statistics.median(values), unit, statistics.median(baselines), target, spread)
+
+
+def alternate(steps: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
+    """Call each step ``runs`` times, round by round, reversing their order every round; return
+    each step's results in run order.
+
+    Side by side rounds let a subject and its baseline see the same machine: a burst of load from
+    another job lands on both sides of one run instead of on all the runs of one side, and
+    reversing the order keeps either side from always meeting the warmer page cache or the
+    cooler CPU.
+    """
+    results: dict[str, list[float]] = {name: [] for name in steps}
+    order = list(steps)
+    for _ in range(runs):
+        for name in order:
+            results[name].append(steps[name]())
+        order.reverse()
+    return results
 
 
 def best_rate(work: Callable[[], int], *, repeat: int = 3) -> float:
