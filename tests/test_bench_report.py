@@ -106,3 +106,11 @@ def test_alternate_reverses_the_order_every_round() -> None:
     results = alternate({"raw": step("raw", 0), "log": step("log", 100)}, runs=3)
     assert calls == ["raw", "log", "log", "raw", "raw", "log"]
     assert results == {"raw": [1, 4, 5], "log": [102, 103, 106]}
+
+
+def test_small_ratios_keep_two_significant_digits() -> None:
+    lines: list[str] = []
+    Reporter(echo=lines.append).report_runs("cleaner.lz4_throughput_vs_raw_read", [75.0, 80.0], "MB/s",
+                                            [7900.0, 2000.0], "none")
+    assert lines == ["BENCH cleaner.lz4_throughput_vs_raw_read 77.5 MB/s baseline=4950 ratio=0.016 "
+                     "target=none min=0.0095 max=0.04 runs=2"]

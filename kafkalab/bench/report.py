@@ -75,11 +75,12 @@ class Figure:
     def line(self) -> str:
         line = (
             f"BENCH {self.name} {_fmt(self.value)} {self.unit} baseline={_fmt(self.baseline)} "
-            f"ratio={self.ratio:.2f} target={self.target}"
+            f"ratio={_fmt_ratio(self.ratio)} target={self.target}"
         )
         if self.spread is None:
             return line
-        return f"{line} min={self.spread.low:.2f} max={self.spread.high:.2f} runs={self.spread.runs}"
+        spread = self.spread
+        return f"{line} min={_fmt_ratio(spread.low)} max={_fmt_ratio(spread.high)} runs={spread.runs}"
 
 
 def parse_line(line: str) -> Figure | None:
@@ -109,6 +110,11 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _fmt_ratio(r: float) -> str:
+    """Two decimals, or two significant digits below 0.1 (so 0.0042 does not print as 0.00)."""
+    return f"{r:.2f}" if abs(r) >= 0.1 or r == 0 else f"{r:.2g}"
 
 
 def _fmt(x: float) -> str:
