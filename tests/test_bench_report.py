@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalab.bench.report import Figure, Reporter, Spread, alternate, best_rate, parse_line
+from kafkalab.bench.report import Figure, Reporter, Spread, alternate, parse_line
 
 
 def test_line_format() -> None:
@@ -34,10 +34,6 @@ def test_context_lines_state_no_target() -> None:
     figure = Reporter(echo=lines.append).report("cleaner.small_records", 2.0, "MB/s", 8.0, "none")
     assert lines == ["BENCH cleaner.small_records 2 MB/s baseline=8 ratio=0.25 target=none"]
     assert figure.met is None
-
-
-def test_best_rate_counts_items() -> None:
-    assert best_rate(lambda: 1000, repeat=2) > 0
 
 
 def test_a_printed_line_parses_back_to_its_figure() -> None:

@@ -168,9 +168,9 @@ def residual_delay_ms(rng: random.Random) -> int:
 def measure(make: Callable[[ManualClock], Timer | HeapTimer], pending: int, inserts: int) -> Rates:
     """ops/s of insert+expire, insert+cancel and plain insert with ``pending`` timers waiting.
 
-    Each figure is the best of several consecutive slices of the run (like ``best_rate``'s
-    best-of-N), which filters out moments when the other core's load steals the CPU without
-    paying for a fresh million-timer prefill per repeat. An insert+expire slice spans at least
+    Each figure is the best of several consecutive slices of the run, which filters out
+    moments when the other core's load steals the CPU without paying for a fresh
+    million-timer prefill per repeat. An insert+expire slice spans at least
     one CASCADE_PERIOD_MS of simulated time, so every slice pays for the coarse buckets' flushes
     in proportion; see the module docstring.
     """

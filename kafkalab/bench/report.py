@@ -18,7 +18,6 @@ min-max says how far one unlucky or lucky run on a shared machine could have mov
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -164,15 +163,3 @@ def alternate(steps: dict[str, Callable[[], float]], runs: int) -> dict[str, lis
             results[name].append(steps[name]())
         order.reverse()
     return results
-
-
-def best_rate(work: Callable[[], int], *, repeat: int = 3) -> float:
-    """Run ``work`` (which returns how many items it processed) ``repeat`` times; return the
-    best items-per-second. Best-of-N filters out noise from the other core and the page cache."""
-    best = 0.0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        items = work()
-        elapsed = time.perf_counter() - start
-        best = max(best, items / elapsed if elapsed > 0 else float("inf"))
-    return best
