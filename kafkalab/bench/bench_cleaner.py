@@ -157,8 +157,11 @@ def _clean(source: Path, scratch: Path, fast: bool = True) -> float:
 def _rates(megabytes: float, source: Path, scratch: Path, steps: dict[str, Callable[[Path, Path], float]],
            runs: int = RUNS) -> dict[str, list[float]]:
     """MB/s of each step per run, the steps alternating run by run (same machine load)."""
-    return alternate({name: functools.partial(lambda step: megabytes / step(source, scratch), step)
-                      for name, step in steps.items()}, runs)
+
+    def rate(step: Callable[[Path, Path], float]) -> Callable[[], float]:
+        return lambda: megabytes / step(source, scratch)
+
+    return alternate({name: rate(step) for name, step in steps.items()}, runs)
 
 
 def run(reporter: Reporter, full: bool = False) -> None:
