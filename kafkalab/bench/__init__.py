@@ -8,5 +8,5 @@ threshold, so the numbers mean the same on a fast laptop and a slow CI machine. 
     BENCH <name> <value> <unit> baseline=<value> ratio=<r> target=<t>
 
 A figure measured over several side-by-side runs (:meth:`Reporter.report_runs`) prints the
-medians and adds the spread of the per-run ratios: ``... min=<r> max=<r> runs=<n>``.
+median run and adds the spread of the per-run ratios: ``... min=<r> max=<r> runs=<n>``.
 """

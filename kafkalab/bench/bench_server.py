@@ -13,11 +13,11 @@ Figures (``python -m kafkalab.bench server``):
   time, from ``assign`` to the round's last record, kafkalab vs mock; target >= 0.7.
 
 Default size: 100,000 records (about 100 MB of values); ``--full``: 400,000 records. Each
-figure is the median of ``RUNS`` runs, printed with the lowest and highest single-run ratio. A
-run produces to both brokers, one whole produce each (which goes first alternates by run), and
-then consumes from both. Consume rounds alternate one by one -- mock, kafkalab, kafkalab, mock, ... --
-because a round lasts only 4-7 ms: whole 25-round runs taken one after the other mostly
-measured which broker the machine's other users happened to slow down (the same code gave
+figure is the run with the median ratio of ``RUNS`` runs, printed with the lowest and highest
+single-run ratio. A run produces to both brokers, one whole produce each (which goes first
+alternates by run), and then consumes from both. Consume rounds alternate one by one -- mock,
+kafkalab, kafkalab, mock, ... -- because a round lasts only 4-7 ms: whole 25-round runs taken
+one after the other mostly measured which broker the machine's other users happened to slow down (the same code gave
 ratios from 0.62 to 0.81), while rounds taken side by side see the same machine.
 """
 
@@ -39,7 +39,7 @@ ROUND_RECORDS = 4_000  # about 4 MB: below the ~5 MB the mock cluster keeps per 
 DEADLINE_S = 120.0  # a stuck run fails instead of hanging the benchmark
 FETCH_WAIT_MAX_MS = 100  # fetch.wait.max.ms: how long a fetch at the end of the log is parked
 SETTLE_S = 2.5 * FETCH_WAIT_MAX_MS / 1000  # untimed quiet after each round; see consume()
-RUNS = 5  # each broker measured five times, side by side; the median run of each is reported
+RUNS = 5  # both brokers measured five times, side by side; the run with the median ratio is reported
 COMMON: dict[str, Any] = {"socket.timeout.ms": 10_000, "topic.metadata.refresh.interval.ms": 1000}
 
 

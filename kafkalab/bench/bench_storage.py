@@ -1,7 +1,7 @@
 """Storage benchmarks: appending through the log, and offset lookups on a large log.
 
 Every figure is the median of RUNS runs, each run timing the subject and its baseline side by
-side (the order reversed every run, see :func:`kafkalab.bench.report.alternate`), and prints the
+side and giving one ratio (the order reversed every run, see :func:`kafkalab.bench.report.alternate`), and prints the
 spread of the per-run ratios beside it.
 
 ``storage.append``

@@ -34,7 +34,7 @@ their own work. Each figure is the best of several slices and rounds, so a burst
 shared machine spoils one sample, not the figure.
 
 The whole measurement -- every size, both timers, the two alternating size by size -- is
-repeated RUNS times, and every line prints the median over those runs with the lowest and
+repeated RUNS times, and every line prints the run with the median ratio, with the lowest and
 highest single-run ratio beside it. Per size, a context line (``target=none``) gives
 kafkalab's ops/s against the heap's ops/s. Then per operation a *flatness* context line,
 kafkalab's max/min ops/s across sizes with the heap's max/min as the baseline so the heap's
@@ -75,7 +75,7 @@ INSERT_RATE_REQUIRED = 500_000  # inserts/s on one core
 SEED = 13
 PER_STEP = 100  # timers inserted per clock step
 CHUNKS = 12  # each measurement is the best of up to this many slices of the measured run
-RUNS = 5  # runs over all sizes; each line is the median over the runs
+RUNS = 5  # runs over all sizes; each line reports the run with the median ratio
 # The tick of wheel level 3 (20**3 ms with tickMs=1, wheelSize=20), the coarsest level a delay of
 # up to HORIZON_MS reaches. Every such span of time holds exactly one flush of a level-3 bucket,
 # which cascades every timer due in the next 8 s at once, so an insert+expire slice must span at

@@ -4,20 +4,25 @@ A figure measured once prints::
 
     BENCH <name> <value> <unit> baseline=<value> ratio=<r> target=<t>
 
-A figure measured over several runs, each run timing the subject and its baseline side by side,
-prints the medians of both sides and adds the spread of the per-run ratios::
+A figure measured over an odd number of runs, each run timing the subject and its baseline
+side by side, prints the *median run* -- the run whose ratio is the median of the per-run
+ratios -- and adds the lowest and highest per-run ratio::
 
-    BENCH storage.append 1335 MiB/s baseline=3161 ratio=0.42 target=>=0.5 min=0.38 max=0.45 runs=5
+    BENCH storage.append 1249 MiB/s baseline=2618 ratio=0.48 target=>=0.5 min=0.46 max=0.48 runs=5
 
-Worked example: runs of (subject, baseline) = (4, 10), (6, 10), (5, 9) print value=5 (median of
-4, 6, 5), baseline=10 (median of 10, 10, 9), ratio=0.50 (5 / 10), and the per-run ratios 0.40,
-0.60 and 0.56 give min=0.40 max=0.60 runs=3. The target is judged on the printed ratio; the
-min-max says how far one unlucky or lucky run on a shared machine could have moved it.
+The ratio is taken within each run, never between runs, because that is what running the two
+sides side by side buys: a burst of load from another job slows both sides of one run, and
+their ratio barely moves, while a median of each side taken separately would pair a subject
+from a quiet moment with a baseline from a busy one.
+
+Worked example: runs of (subject, baseline) = (4, 10), (6, 10), (5, 9) have ratios 0.40, 0.60
+and 0.56; the median run is (5, 9), so the line prints value=5 baseline=9 ratio=0.56 min=0.40
+max=0.60 runs=3. The target is judged on that ratio; the min-max says how far one unlucky or
+lucky run on a shared machine could have moved it.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -138,13 +143,25 @@ class Reporter:
 
     def report_runs(self, name: str, values: Sequence[float], unit: str,
                     baselines: Sequence[float] | float, target: str) -> Figure:
-        """Report the median of ``values`` against the median of ``baselines`` (one per run,
-        measured side by side with its value; a single number for a fixed requirement), with
-        the spread of the per-run ratios."""
+        """Report the median run of ``values[i]`` against ``baselines[i]`` (one baseline per
+        run, measured side by side with its value; a single number for a fixed requirement),
+        with the spread of the per-run ratios. The number of runs must be odd, so that one run
+        is the median."""
         if isinstance(baselines, (int, float)):
             baselines = [float(baselines)] * len(values)
         spread = Spread.of(values, baselines)
-        return self.report(name, statistics.median(values), unit, statistics.median(baselines), target, spread)
+        value, baseline = median_run(values, baselines)
+        return self.report(name, value, unit, baseline, target, spread)
+
+
+def median_run(values: Sequence[float], baselines: Sequence[float]) -> tuple[float, float]:
+    """The ``(values[i], baselines[i])`` whose ratio is the median of the per-run ratios."""
+    if len(values) % 2 == 0 or len(values) != len(baselines):
+        raise ValueError(f"need an odd number of runs with one baseline each, got {len(values)} "
+                         f"runs and {len(baselines)} baselines")
+    ranked = sorted(range(len(values)), key=lambda i: values[i] / baselines[i] if baselines[i] else float("inf"))
+    middle = ranked[len(ranked) // 2]
+    return values[middle], baselines[middle]
 
 
 def alternate(steps: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
