@@ -17,8 +17,9 @@ figure is the run with the median ratio of ``RUNS`` runs, printed with the lowes
 single-run ratio. A run produces to both brokers, one whole produce each (which goes first
 alternates by run), and then consumes from both. Consume rounds alternate one by one -- mock,
 kafkalab, kafkalab, mock, ... -- because a round lasts only 4-7 ms: whole 25-round runs taken
-one after the other mostly measured which broker the machine's other users happened to slow down (the same code gave
-ratios from 0.62 to 0.81), while rounds taken side by side see the same machine.
+one after the other mostly measured which broker the machine's other users happened to slow
+down (the same code gave ratios from 0.62 to 0.81), while rounds taken side by side see the
+same machine.
 """
 
 from __future__ import annotations

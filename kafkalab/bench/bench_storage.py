@@ -1,8 +1,8 @@
 """Storage benchmarks: appending through the log, and offset lookups on a large log.
 
-Every figure is the median of RUNS runs, each run timing the subject and its baseline side by
-side and giving one ratio (the order reversed every run, see :func:`kafkalab.bench.report.alternate`), and prints the
-spread of the per-run ratios beside it.
+Every figure is the run with the median ratio of RUNS runs, each run timing the subject and its
+baseline side by side (the order reversed every run, see :func:`kafkalab.bench.report.alternate`)
+and giving one ratio, and prints the spread of the per-run ratios beside it.
 
 ``storage.append``
     Pre-built 16 KiB batches through :meth:`Log.append_as_leader` (validation, offset

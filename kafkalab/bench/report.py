@@ -43,7 +43,8 @@ class Spread:
     def of(cls, values: Sequence[float], baselines: Sequence[float]) -> Spread:
         """The spread of ``values[i] / baselines[i]``, the ratio each run measured."""
         if not values or len(values) != len(baselines):
-            raise ValueError(f"need one baseline per run, got {len(values)} runs and {len(baselines)} baselines")
+            raise ValueError(
+            f"need one baseline per run, got {len(values)} runs and {len(baselines)} baselines")
         ratios = [v / b if b else float("inf") for v, b in zip(values, baselines)]
         return cls(min(ratios), max(ratios), len(ratios))
 
@@ -159,7 +160,8 @@ def median_run(values: Sequence[float], baselines: Sequence[float]) -> tuple[flo
     if len(values) % 2 == 0 or len(values) != len(baselines):
         raise ValueError(f"need an odd number of runs with one baseline each, got {len(values)} "
                          f"runs and {len(baselines)} baselines")
-    ranked = sorted(range(len(values)), key=lambda i: values[i] / baselines[i] if baselines[i] else float("inf"))
+    ratios = [v / b if b else float("inf") for v, b in zip(values, baselines)]
+    ranked = sorted(range(len(values)), key=ratios.__getitem__)
     middle = ranked[len(ranked) // 2]
     return values[middle], baselines[middle]
 
