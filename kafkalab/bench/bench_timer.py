@@ -33,12 +33,15 @@ million pending timers it would charge both timers for the size of the heap rath
 their own work. Each figure is the best of several slices and rounds, so a burst of load on a
 shared machine spoils one sample, not the figure.
 
-Per size, a context line (``target=none``) gives kafkalab's ops/s against the heap's ops/s.
-Then per operation a *flatness* context line, kafkalab's max/min ops/s across sizes with the
-heap's max/min as the baseline so the heap's growth is printed beside it, and a
-*flatness_bound* line holding the same spread to the issue's bound (max/min <= 1.5). Last, an
-absolute line: kafkalab's slowest insert rate across sizes against the 500,000 inserts/s
-requirement.
+The whole measurement -- every size, both timers, the two alternating size by size -- is
+repeated RUNS times, and every line prints the run with the median ratio, with the lowest and
+highest single-run ratio beside it. Per size, a context line (``target=none``) gives
+kafkalab's ops/s against the heap's ops/s. Then per operation a *flatness* context line,
+kafkalab's max/min ops/s across sizes with the heap's max/min as the baseline so the heap's
+growth is printed beside it, and a *flatness_bound* line holding the same spread to the
+issue's bound (max/min <= 1.5). A run's flatness is taken within that run, so a burst of load
+between runs cannot pass for a difference between sizes. Last, an absolute line: kafkalab's
+slowest insert rate across sizes against the 500,000 inserts/s requirement.
 
 Reading the lines: the per-size ratio answers "is the wheel faster than the heap at this n?"
 -- a pure-Python wheel against C-coded ``heapq`` says no for small n and yes from about 10^5
@@ -71,8 +74,8 @@ MEASURED_INSERTS_FULL = 300_000
 INSERT_RATE_REQUIRED = 500_000  # inserts/s on one core
 SEED = 13
 PER_STEP = 100  # timers inserted per clock step
-CHUNKS = 12  # each figure is the best of up to this many slices of the measured run
-ROUNDS = 2  # ...and the best of this many rounds over all sizes
+CHUNKS = 12  # each measurement is the best of up to this many slices of the measured run
+RUNS = 5  # runs over all sizes; each line reports the run with the median ratio
 # The tick of wheel level 3 (20**3 ms with tickMs=1, wheelSize=20), the coarsest level a delay of
 # up to HORIZON_MS reaches. Every such span of time holds exactly one flush of a level-3 bucket,
 # which cascades every timer due in the next 8 s at once, so an insert+expire slice must span at
@@ -165,9 +168,9 @@ def residual_delay_ms(rng: random.Random) -> int:
 def measure(make: Callable[[ManualClock], Timer | HeapTimer], pending: int, inserts: int) -> Rates:
     """ops/s of insert+expire, insert+cancel and plain insert with ``pending`` timers waiting.
 
-    Each figure is the best of several consecutive slices of the run (like ``best_rate``'s
-    best-of-N), which filters out moments when the other core's load steals the CPU without
-    paying for a fresh million-timer prefill per repeat. An insert+expire slice spans at least
+    Each figure is the best of several consecutive slices of the run, which filters out
+    moments when the other core's load steals the CPU without paying for a fresh
+    million-timer prefill per repeat. An insert+expire slice spans at least
     one CASCADE_PERIOD_MS of simulated time, so every slice pays for the coarse buckets' flushes
     in proportion; see the module docstring.
     """
@@ -232,45 +235,38 @@ def _batches(rng: random.Random, steps: int) -> list[list[int]]:
 
 def run(reporter: Reporter, full: bool = False) -> None:
     inserts = MEASURED_INSERTS_FULL if full else MEASURED_INSERTS
-    wheel: dict[int, Rates] = {}
-    heap: dict[int, Rates] = {}
-    # Whole rounds over every size, best per size: a burst of load from the other core then
-    # spoils one round of one size, not the size's only figure.
-    for _ in range(ROUNDS):
-        for pending in SIZES:
-            wheel[pending] = _best(wheel.get(pending), measure(Timer, pending, inserts))
-            heap[pending] = _best(heap.get(pending), measure(HeapTimer, pending, inserts))
-            gc.collect()
+    runs = [_one_run(inserts, wheel_first=n % 2 == 0) for n in range(RUNS)]
+    wheels, heaps = [w for w, _ in runs], [h for _, h in runs]
     for pending in SIZES:
-        w, h = wheel[pending], heap[pending]
-        reporter.report(
-            f"timer.insert_expire.n{pending}", w.insert_expire_ops_s, "ops/s",
-            h.insert_expire_ops_s, "none",
-        )
-        reporter.report(
-            f"timer.insert_cancel.n{pending}", w.insert_cancel_ops_s, "ops/s",
-            h.insert_cancel_ops_s, "none",
-        )
+        for field in ("insert_expire_ops_s", "insert_cancel_ops_s"):
+            reporter.report_runs(
+                f"timer.{field.removesuffix('_ops_s')}.n{pending}",
+                [getattr(w[pending], field) for w in wheels], "ops/s",
+                [getattr(h[pending], field) for h in heaps], "none",
+            )
     for field in ("insert_expire_ops_s", "insert_cancel_ops_s"):
         name = field.removesuffix("_ops_s")
-        wheel_spread = _spread(wheel, field)
+        wheel_spreads = [_spread(w, field) for w in wheels]
         # Beside the heap's own max/min: the wheel's cost should grow no faster than the heap's.
-        reporter.report(f"timer.{name}.flatness", wheel_spread, "x", _spread(heap, field), "none")
+        reporter.report_runs(f"timer.{name}.flatness", wheel_spreads, "x", [_spread(h, field) for h in heaps], "none")
         # Against the requirement: max/min ops/s across sizes at most 1.5.
-        reporter.report(f"timer.{name}.flatness_bound", wheel_spread, "x", 1.5, "<=1.0")
-    slowest_insert = min(r.insert_ops_s for r in wheel.values())
-    reporter.report(
-        "timer.insert.rate_min", slowest_insert, "inserts/s", INSERT_RATE_REQUIRED, ">=1.0"
-    )
+        reporter.report_runs(f"timer.{name}.flatness_bound", wheel_spreads, "x", 1.5, "<=1.0")
+    slowest_inserts = [min(r.insert_ops_s for r in w.values()) for w in wheels]
+    reporter.report_runs("timer.insert.rate_min", slowest_inserts, "inserts/s", INSERT_RATE_REQUIRED, ">=1.0")
 
 
-def _best(old: Rates | None, new: Rates) -> Rates:
-    if old is None:
-        return new
-    return Rates(*(max(a, b) for a, b in zip(
-        (old.insert_expire_ops_s, old.insert_cancel_ops_s, old.insert_ops_s),
-        (new.insert_expire_ops_s, new.insert_cancel_ops_s, new.insert_ops_s),
-    )))
+def _one_run(inserts: int, *, wheel_first: bool) -> tuple[dict[int, Rates], dict[int, Rates]]:
+    """Both timers at every size, side by side (the one that goes first alternates by run)."""
+    wheel: dict[int, Rates] = {}
+    heap: dict[int, Rates] = {}
+    for pending in SIZES:
+        if wheel_first:
+            wheel[pending] = measure(Timer, pending, inserts)
+        heap[pending] = measure(HeapTimer, pending, inserts)
+        if not wheel_first:
+            wheel[pending] = measure(Timer, pending, inserts)
+        gc.collect()
+    return wheel, heap
 
 
 def _spread(rates: dict[int, Rates], field: str) -> float:
