@@ -1,4 +1,4 @@
-"""Helpers the book's notebooks call in their first cell.
+"""Helpers the book's notebooks call in their first and last cells.
 
 Every chapter starts with::
 
@@ -7,11 +7,39 @@ Every chapter starts with::
 
 so a learner whose installed kafkalab differs from the one the chapter was written for is told
 what to do, instead of meeting a confusing error ten cells later.
+
+Chapters and labs that write logs take their directories from :func:`scratch_dir` and end with a
+cell calling :func:`remove_scratch_dirs`, so running the book (by hand or under nbval, which
+kills the kernel without running exit handlers) leaves nothing in the system temp directory.
+A kernel that stops before the last cell still removes them when it exits normally.
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+
 import kafkalab
+
+_scratch_dirs: list[Path] = []  # this kernel's scratch directories, oldest first
+
+
+def scratch_dir(prefix: str = "kafkalab-") -> Path:
+    """A new, empty directory ``<prefix>XXXXXXXX`` in the system temp directory, removed by
+    :func:`remove_scratch_dirs` or, failing that, when the Python process exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    if not _scratch_dirs:
+        atexit.register(remove_scratch_dirs)
+    _scratch_dirs.append(path)
+    return path
+
+
+def remove_scratch_dirs() -> None:
+    """Delete every directory :func:`scratch_dir` made in this process (a notebook's last cell)."""
+    while _scratch_dirs:
+        shutil.rmtree(_scratch_dirs.pop(), ignore_errors=True)
 
 
 class BookVersionMismatch(RuntimeError):

@@ -19,9 +19,8 @@ check_version("0.1.0")
 
 # %%
 import os
-import tempfile
-from pathlib import Path
 
+from kafkalab.book import remove_scratch_dirs, scratch_dir
 from kafkalab.clock import ManualClock
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
@@ -29,7 +28,7 @@ from kafkalab.storage.log import Log
 from kafkalab.storage.log_config import LogConfig
 
 clock = ManualClock(1557554753000)
-data_dir = Path(tempfile.mkdtemp())
+data_dir = scratch_dir()
 config = LogConfig(segment_bytes=4096, index_interval_bytes=1000)
 log = Log.open(data_dir / "orders-0", config, clock)
 events = []
@@ -193,3 +192,9 @@ state = run_rolling(RollingParams(segment_bytes=1 << 20, segment_index_bytes=48,
                                   index_interval_bytes=0, appends=20))
 print(state.roll_counts, [b.record_count for b in state.bars])
 assert set(state.roll_counts) == {"time index full"}
+
+# %% [markdown]
+# The logs this chapter wrote live in scratch directories; this last cell removes them.
+
+# %%
+remove_scratch_dirs()

@@ -20,14 +20,13 @@ check_version("0.1.0")
 
 # %%
 import inspect
-import tempfile
-from pathlib import Path
 
+from kafkalab.book import remove_scratch_dirs, scratch_dir
 from kafkalab.clock import ManualClock
 from kafkalab.viz import index_search as viz
 
 clock = ManualClock(1557554753000)
-log = viz.build_worked_example_log(Path(tempfile.mkdtemp()) / "orders-0", clock)
+log = viz.build_worked_example_log(scratch_dir() / "orders-0", clock)
 print(inspect.getsource(viz.build_worked_example_log))
 segment0 = log.segments[0]
 for entry in segment0.entries_from(0):
@@ -139,7 +138,7 @@ for timestamp, relative in struct.iter_unpack(">qi", raw_time):
 from kafkalab.storage.log import Log
 from kafkalab.storage.log_config import LogConfig
 
-jumbled = Log.open(Path(tempfile.mkdtemp()) / "jumbled-0", LogConfig(index_interval_bytes=0), clock)
+jumbled = Log.open(scratch_dir() / "jumbled-0", LogConfig(index_interval_bytes=0), clock)
 for timestamp in (1000, 900, 1100, 1050, 1200):
     jumbled.append_as_leader(viz.exact_batch(1, 80, timestamp), leader_epoch=0)
 print("offset index:", jumbled.active_segment.offset_index.raw_entries())
@@ -217,7 +216,7 @@ print("WARM_SECTION_BYTES =", index_search.WARM_SECTION_BYTES)
 # the first warm slot, finds it too big, and searches the cold section.
 
 # %%
-demo = viz.build_demo_log(Path(tempfile.mkdtemp()) / "demo-0", viz.DemoParams(batches=3000), clock)
+demo = viz.build_demo_log(scratch_dir() / "demo-0", viz.DemoParams(batches=3000), clock)
 for target in (2990, 100):
     t = viz.trace_offset_lookup(demo, target)
     print(f"offset {target}: {len(t.probes)} probes", [(p.slot, p.section) for p in t.probes])
@@ -300,7 +299,7 @@ print(f"Right: slot {my_prediction}, the first warm slot.")
 # %%
 rows = []
 for interval in (4096, 1024, 256, 0):
-    dense = viz.build_demo_log(Path(tempfile.mkdtemp()) / f"dense{interval}-0",
+    dense = viz.build_demo_log(scratch_dir() / f"dense{interval}-0",
                                viz.DemoParams(batches=400, index_interval_bytes=interval), clock)
     entries = dense.active_segment.offset_index.entries
     mean = viz.mean_bytes_scanned(dense, range(400))
@@ -310,3 +309,9 @@ for interval in (4096, 1024, 256, 0):
     dense.close()
 assert [r[1] for r in rows] == sorted(r[1] for r in rows)  # denser: more entries ...
 assert [r[2] for r in rows] == sorted((r[2] for r in rows), reverse=True)  # ... less scanning
+
+# %% [markdown]
+# The logs this chapter wrote live in scratch directories; this last cell removes them.
+
+# %%
+remove_scratch_dirs()

@@ -62,9 +62,8 @@ assert BROKER_KEYS["log.segment.bytes"].default == 1073741824
 
 # %%
 import os
-import tempfile
-from pathlib import Path
 
+from kafkalab.book import remove_scratch_dirs, scratch_dir
 from kafkalab.clock import ManualClock
 from kafkalab.storage.log import Log
 from kafkalab.storage.retention import delete_old_segments, largest_timestamp_ms
@@ -76,7 +75,7 @@ clock = ManualClock(START_MS)
 scheduler = Scheduler(Timer(clock))
 params = CleanupParams(policy="delete", records=24, records_per_segment=6, gap_ms=1000)
 config = LogConfig(retention_ms=10_000)
-log = Log.open(Path(tempfile.mkdtemp()) / "orders-0", config, clock, scheduler=scheduler)
+log = Log.open(scratch_dir() / "orders-0", config, clock, scheduler=scheduler)
 fill_log(log, clock, params)
 clock.advance_ms(3000)
 
@@ -166,7 +165,7 @@ from kafkalab.errors import OffsetOutOfRangeError
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
 
-lso_log = Log.open(Path(tempfile.mkdtemp()) / "events-0", LogConfig(), clock)
+lso_log = Log.open(scratch_dir() / "events-0", LogConfig(), clock)
 for offset in range(35):
     if offset in (11, 23, 30):
         lso_log.roll("manual")
@@ -204,7 +203,7 @@ print("after: ", [(s.base_offset, s.size_bytes) for s in log.segments], "log end
 
 # %%
 my_prediction = [0, 11]  # <- your answer
-check_log = Log.open(Path(tempfile.mkdtemp()) / "check-0", LogConfig(), clock)
+check_log = Log.open(scratch_dir() / "check-0", LogConfig(), clock)
 for offset in range(35):
     if offset in (11, 23, 30):
         check_log.roll("manual")
@@ -245,3 +244,9 @@ for per_segment in (12, 6, 3, 1):
     print(f"{per_segment:>2} records per segment: {len(state.before.segments):>2} segments, "
           f"log keeps {state.after.size_bytes} bytes ({overshoots[-1]} over retention.bytes)")
 assert overshoots == sorted(overshoots, reverse=True) and all(o >= 0 for o in overshoots)
+
+# %% [markdown]
+# The logs this chapter wrote live in scratch directories; this last cell removes them.
+
+# %%
+remove_scratch_dirs()

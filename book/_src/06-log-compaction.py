@@ -17,9 +17,7 @@ check_version("0.1.0")
 # 12 and the active 18). Keys come from a seeded generator; each value names its own offset.
 
 # %%
-import tempfile
-from pathlib import Path
-
+from kafkalab.book import remove_scratch_dirs, scratch_dir
 from kafkalab.clock import ManualClock
 from kafkalab.storage.log import Log
 from kafkalab.storage.log_config import LogConfig
@@ -27,7 +25,7 @@ from kafkalab.tools.cli import main as kafkalab_cli
 from kafkalab.viz.cleanup import START_MS, CleanupParams, fill_log, snapshot
 
 clock = ManualClock(START_MS)
-data_dir = Path(tempfile.mkdtemp())
+data_dir = scratch_dir()
 config = LogConfig(cleanup_policy="compact", delete_retention_ms=10_000)
 log = Log.open(data_dir / "customers-0", config, clock)
 fill_log(log, clock, CleanupParams(records=24, keys=4, records_per_segment=6))
@@ -214,7 +212,7 @@ widget = show_cleanup(widget_params)
 
 # %%
 my_prediction = [3, 4, 5]  # <- your answer
-small = Log.open(Path(tempfile.mkdtemp()) / "letters-0", config, clock)
+small = Log.open(scratch_dir() / "letters-0", config, clock)
 for key in b"abacba":
     small.append_as_leader(build_v2_batch([Record(0, clock.milliseconds(), bytes([key]), b"v")]), leader_epoch=0)
 small.roll("manual")
@@ -249,7 +247,7 @@ print(f"Right: {ratio:.3f} is not above 0.5.")
 passes_needed = {}
 for buffer_bytes in (1024 * 1024, 24 * 8, 24 * 3):
     params = CleanupParams(records=60, keys=10, records_per_segment=6, seed=3)
-    work = Log.open(Path(tempfile.mkdtemp()) / "work-0", config, clock)
+    work = Log.open(scratch_dir() / "work-0", config, clock)
     fill_log(work, clock, params)
     small_cleaner = LogCleaner(work.directory.parent, clock.milliseconds, dedupe_buffer_bytes=buffer_bytes)
     passes = 0
@@ -260,3 +258,9 @@ for buffer_bytes in (1024 * 1024, 24 * 8, 24 * 3):
     print(f"dedupe buffer {buffer_bytes:>7} bytes ({int(buffer_bytes // 24 * 0.9)} keys per pass): {passes} passes")
 results = {tuple(kept) for _passes, kept in passes_needed.values()}
 assert len(results) == 1, "every buffer size must end in the same compacted log"
+
+# %% [markdown]
+# The logs this chapter wrote live in scratch directories; this last cell removes them.
+
+# %%
+remove_scratch_dirs()

@@ -146,13 +146,11 @@ print(show(purge_trace[-1]))
 # log manager schedules its `delete-file` task:
 
 # %%
-import tempfile
-from pathlib import Path
-
+from kafkalab.book import remove_scratch_dirs, scratch_dir
 from kafkalab.storage import LogConfig
 from kafkalab.timer import Scheduler, Timer
 
-segment_dir = Path(tempfile.mkdtemp())
+segment_dir = scratch_dir()
 doomed = [segment_dir / f"00000000000000000000.{ext}.deleted" for ext in ("log", "index", "timeindex")]
 for path in doomed:
     path.write_bytes(b"old segment")
@@ -438,3 +436,9 @@ for now_ms in range(0, 300, 5):
         break
 print(f"due at 205 ms, ran when the clock reached {fired_at[0]} ms")
 assert fired_at == [200]
+
+# %% [markdown]
+# The logs this chapter wrote live in scratch directories; this last cell removes them.
+
+# %%
+remove_scratch_dirs()

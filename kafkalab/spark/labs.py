@@ -36,9 +36,6 @@ and explains the difference instead of failing with a bare ``AssertionError``.
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,27 +45,17 @@ import numpy as np
 
 from kafkalab.partitioner import partitions_for_keys
 from kafkalab.spark.planning import list_segments, read_offset_index
+from kafkalab.book import remove_scratch_dirs as remove_book_scratch_dirs
+from kafkalab.book import scratch_dir
 from kafkalab.spark.session import remove_scratch_dir
 
 RELATIVE_TOLERANCE_DEFAULT = 0.0
-_scratch_dirs: list[Path] = []  # this kernel's lab directories, oldest first
-
-
-def scratch_dir(prefix: str) -> Path:
-    """A new, empty directory named ``<prefix>XXXXXXXX`` in the system temp directory, removed by
-    :func:`remove_scratch_dirs` or, failing that, when the Python process exits."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    if not _scratch_dirs:
-        atexit.register(remove_scratch_dirs)
-    _scratch_dirs.append(path)
-    return path
 
 
 def remove_scratch_dirs() -> None:
     """Delete every directory :func:`scratch_dir` made in this process, and the Spark JVM's
     temporary files (a lab's last cell, after ``spark.stop()``)."""
-    while _scratch_dirs:
-        shutil.rmtree(_scratch_dirs.pop(), ignore_errors=True)
+    remove_book_scratch_dirs()
     remove_scratch_dir()
 
 
