@@ -28,9 +28,10 @@ Two compatibility rules follow Kafka's reader: a version newer than 3 is read as
 versions only add fields at the end, so the v3 prefix is still valid), and bytes after the
 fields are ignored. A version below 0 is an error.
 
-The structs are declared with the same ``f`` field DSL as the wire messages
-(:mod:`kafkalab.protocol.schema`), but as bare :class:`~kafkalab.protocol.schema.Struct` schemas:
-they have no API key and carry their own version prefix.
+Both are declared here once, with the same ``message``/``f`` DSL as the wire messages
+(:mod:`kafkalab.protocol.schema`), as messages without an API key: each blob carries its own
+version prefix. ``kafkalab dump-log --offsets-decoder`` imports them to print a classic group's
+member metadata as JSON, as Kafka's ``OffsetsMessageParser`` does.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ProtocolError
-from kafkalab.protocol.schema import Struct, f
+from kafkalab.protocol.schema import f, message
 from kafkalab.protocol.types import Reader, Writer
 from kafkalab.storage.checkpoints import TopicPartition
 
@@ -48,7 +49,8 @@ PROTOCOL_TYPE = "consumer"  # JoinGroup's protocol_type for every consumer assig
 CONSUMER_PROTOCOL_VERSION_MAX = 3  # the highest version Kafka 3.9's client writes and reads
 NO_GENERATION = -1  # generation_id's default: the member has not been in a generation
 
-_SUBSCRIPTION = Struct("ConsumerProtocolSubscription", [
+CONSUMER_PROTOCOL_SUBSCRIPTION = message(
+    "ConsumerProtocolSubscription", valid=f"0-{CONSUMER_PROTOCOL_VERSION_MAX}", flexible="none", fields=[
     f("topics", "[]string"),
     f("user_data", "bytes", nullable="0+"),
     f("owned_partitions", "[]TopicPartition", "1+", fields=[
@@ -59,7 +61,8 @@ _SUBSCRIPTION = Struct("ConsumerProtocolSubscription", [
     f("rack_id", "string", "3+", nullable="3+"),
 ])
 
-_ASSIGNMENT = Struct("ConsumerProtocolAssignment", [
+CONSUMER_PROTOCOL_ASSIGNMENT = message(
+    "ConsumerProtocolAssignment", valid=f"0-{CONSUMER_PROTOCOL_VERSION_MAX}", flexible="none", fields=[
     f("assigned_partitions", "[]TopicPartition", fields=[
         f("topic", "string"),
         f("partitions", "[]int32"),
@@ -116,7 +119,7 @@ def _check_version(version: int) -> None:
 def encode_subscription(subscription: Subscription, version: int = CONSUMER_PROTOCOL_VERSION_MAX) -> bytes:
     """Version-prefixed subscription bytes; topics and owned partitions sorted, as Kafka writes them."""
     _check_version(version)
-    cls: Any = _SUBSCRIPTION.cls
+    cls: Any = CONSUMER_PROTOCOL_SUBSCRIPTION.cls
     value = cls(
         topics=tuple(sorted(subscription.topics)),
         user_data=subscription.user_data,
@@ -126,14 +129,14 @@ def encode_subscription(subscription: Subscription, version: int = CONSUMER_PROT
     )
     writer = Writer()
     writer.int16(version)
-    _SUBSCRIPTION.write(writer, value, version, False)
+    CONSUMER_PROTOCOL_SUBSCRIPTION.encode_into(writer, value, version)
     return writer.to_bytes()
 
 
 def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
     """Read a subscription of any version; an empty rack id means no rack, as in Kafka."""
     reader, version = _read_version(data, "ConsumerProtocolSubscription")
-    value = _SUBSCRIPTION.read(reader, version, False)
+    value = CONSUMER_PROTOCOL_SUBSCRIPTION.read(reader, version)
     owned = tuple((tp.topic, p) for tp in value.owned_partitions for p in tp.partitions)
     return Subscription(
         topics=tuple(value.topics),
@@ -147,20 +150,20 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
 def encode_assignment(assignment: Assignment, version: int = CONSUMER_PROTOCOL_VERSION_MAX) -> bytes:
     """Version-prefixed assignment bytes; partitions grouped by topic in first-seen order."""
     _check_version(version)
-    cls: Any = _ASSIGNMENT.cls
+    cls: Any = CONSUMER_PROTOCOL_ASSIGNMENT.cls
     value = cls(
         assigned_partitions=tuple(_group_by_topic(assignment.partitions, cls.TopicPartition)),
         user_data=assignment.user_data,
     )
     writer = Writer()
     writer.int16(version)
-    _ASSIGNMENT.write(writer, value, version, False)
+    CONSUMER_PROTOCOL_ASSIGNMENT.encode_into(writer, value, version)
     return writer.to_bytes()
 
 
 def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
     """Read an assignment of any version."""
     reader, version = _read_version(data, "ConsumerProtocolAssignment")
-    value = _ASSIGNMENT.read(reader, version, False)
+    value = CONSUMER_PROTOCOL_ASSIGNMENT.read(reader, version)
     partitions = tuple((tp.topic, p) for tp in value.assigned_partitions for p in tp.partitions)
     return Assignment(partitions, None if value.user_data is None else bytes(value.user_data))

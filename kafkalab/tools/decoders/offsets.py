@@ -26,7 +26,8 @@ streams-group records (types 9 and up) print as ``Unknown record type``.
 A classic group of protocol type ``consumer`` keeps each member's subscription and assignment
 as opaque bytes; like Kafka's ``OffsetsMessageParser`` the decoder expands them into
 ``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment`` JSON (each starts with its own
-int16 version), and keeps the base64 bytes when they do not decode. For example a member
+int16 version; both are declared once, by the client, in :mod:`kafkalab.client.consumer_protocol`),
+and keeps the base64 bytes when they do not decode. For example a member
 subscribed to ``orders`` prints ``"subscription":{"topics":["orders"],"userData":null,
 "ownedPartitions":[],"generationId":5,"rackId":null}`` at subscription version 3.
 """
@@ -36,6 +37,11 @@ from __future__ import annotations
 import base64
 import binascii
 
+from kafkalab.client.consumer_protocol import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE,
+)
 from kafkalab.errors import KafkaError
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
@@ -43,7 +49,6 @@ from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult,
 from kafkalab.protocol.schema import Field, Message, f, message
 from kafkalab.protocol.schema_json import JsonValue, read_json
 
-CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
 GROUP_METADATA_TYPE = 2
 
 _GROUP_ID = f("GroupId", "string")
@@ -147,23 +152,6 @@ GROUP_RECORD_TYPES: dict[int, RecordType] = {
     GROUP_METADATA_TYPE: RecordType(GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
     **{t: RecordType(_CONSUMER_GROUP_KEYS[t], CONSUMER_GROUP_VALUES[t]) for t in _CONSUMER_GROUP_KEYS},
 }
-
-# The embedded consumer protocol (clients' ConsumerProtocolSubscription/Assignment.json).
-_TOPIC_PARTITION = (f("Topic", "string"), f("Partitions", "[]int32"))
-CONSUMER_PROTOCOL_SUBSCRIPTION = message(
-    "ConsumerProtocolSubscription", valid="0-3", flexible="none", fields=[
-        f("Topics", "[]string"),
-        f("UserData", "bytes", nullable="0+"),
-        f("OwnedPartitions", "[]TopicPartition", "1+", fields=_TOPIC_PARTITION),
-        f("GenerationId", "int32", "2+"),
-        f("RackId", "string", "3+", nullable="3+"),
-    ])
-CONSUMER_PROTOCOL_ASSIGNMENT = message(
-    "ConsumerProtocolAssignment", valid="0-3", flexible="none", fields=[
-        f("AssignedPartitions", "[]TopicPartition", fields=_TOPIC_PARTITION),
-        f("UserData", "bytes", nullable="0+"),
-    ])
-
 
 def _expand(encoded: JsonValue, embedded: Message) -> JsonValue:
     """Decode base64 consumer-protocol bytes into JSON; on any failure keep the bytes."""
