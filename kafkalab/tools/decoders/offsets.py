@@ -3,9 +3,12 @@
 Theory of operation
 -------------------
 Each record's key starts with a record type (Kafka's ``CoordinatorRecordType``) that picks
-the key and value messages, transcribed here (with :mod:`kafkalab.protocol.schema`'s ``message``
-and ``f``, under Kafka's spec names) from the specs in Kafka's
-``group-coordinator/src/main/resources/common/message/``:
+the key and value messages of Kafka's ``group-coordinator/src/main/resources/common/message/``
+specs. Types 0-2 are the classic group protocol's records, which kafkalab's own coordinator
+writes and replays: their schemas are declared once, in :mod:`kafkalab.group.records`, and
+imported here. Types 3-8 are KIP-848 consumer-group records, which only a log written by Apache
+Kafka holds; they are transcribed here (with :mod:`kafkalab.protocol.schema`'s ``message`` and
+``f``, under Kafka's spec names):
 
 ====  =========================================  ================================================
 type  key                                        value
@@ -43,46 +46,15 @@ from kafkalab.client.consumer_protocol import (
     PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE,
 )
 from kafkalab.errors import KafkaError
+from kafkalab.group.records import CLASSIC_RECORD_TYPES, GROUP_METADATA_TYPE
+from kafkalab.protocol.schema import Field, Message, f, message
+from kafkalab.protocol.schema_json import JsonValue, read_json
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
 from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult, RecordType
-from kafkalab.protocol.schema import Field, Message, f, message
-from kafkalab.protocol.schema_json import JsonValue, read_json
-
-GROUP_METADATA_TYPE = 2
 
 _GROUP_ID = f("GroupId", "string")
 _MEMBER_ID = f("MemberId", "string")
-
-OFFSET_COMMIT_KEY = message("OffsetCommitKey", valid="0", flexible="none", fields=[
-    f("group", "string"), f("topic", "string"), f("partition", "int32")])
-OFFSET_COMMIT_VALUE = message("OffsetCommitValue", valid="0-4", flexible="4+", fields=[
-    f("offset", "int64"),
-    f("leaderEpoch", "int32", "3+"),
-    f("metadata", "string"),
-    f("commitTimestamp", "int64"),
-    f("expireTimestamp", "int64", "1"),
-])
-GROUP_METADATA_KEY = message("GroupMetadataKey", valid="0", flexible="none",
-                             fields=[f("group", "string")])
-_MEMBER_METADATA = (
-    f("memberId", "string"),
-    f("groupInstanceId", "string", "3+", nullable="3+"),
-    f("clientId", "string"),
-    f("clientHost", "string"),
-    f("rebalanceTimeout", "int32", "1+"),
-    f("sessionTimeout", "int32"),
-    f("subscription", "bytes"),
-    f("assignment", "bytes"),
-)
-GROUP_METADATA_VALUE = message("GroupMetadataValue", valid="0-4", flexible="4+", fields=[
-    f("protocolType", "string"),
-    f("generation", "int32"),
-    f("protocol", "string", nullable="0+"),
-    f("leader", "string", nullable="0+"),
-    f("currentStateTimestamp", "int64", "2+"),
-    f("members", "[]MemberMetadata", fields=_MEMBER_METADATA),
-])
 
 
 def _group_key(name: str, *extra: Field) -> Message:
@@ -147,9 +119,7 @@ _CONSUMER_GROUP_KEYS = {
 }
 
 GROUP_RECORD_TYPES: dict[int, RecordType] = {
-    0: RecordType(OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    1: RecordType(OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    GROUP_METADATA_TYPE: RecordType(GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
+    **{t: RecordType(key, value) for t, (key, value) in CLASSIC_RECORD_TYPES.items()},
     **{t: RecordType(_CONSUMER_GROUP_KEYS[t], CONSUMER_GROUP_VALUES[t]) for t in _CONSUMER_GROUP_KEYS},
 }
 
