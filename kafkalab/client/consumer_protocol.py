@@ -2,36 +2,19 @@
 
 Theory of operation
 -------------------
-The group coordinator does not understand consumers. In JoinGroup each member sends an opaque
-``metadata`` blob per protocol (assignor) it supports, and in SyncGroup the leader sends one opaque
-``assignment`` blob per member. Only clients read them, and Kafka's clients agree on their shape:
-``ConsumerProtocolSubscription`` and ``ConsumerProtocolAssignment`` (Kafka's
-``ConsumerProtocol``, specs ``ConsumerProtocol*.json``). Each blob is an int16 version followed by
-the struct at that version, never flexible (no compact strings, no tagged fields)::
+The bytes themselves -- ``ConsumerProtocolSubscription`` and ``ConsumerProtocolAssignment``, each
+an int16 version and a never-flexible struct -- are declared once, below the client, in
+:mod:`kafkalab.protocol.messages.consumer_protocol`, because the group coordinator and the dump
+tool read them too. This module is the client's side: the :class:`Subscription` and
+:class:`Assignment` an assignor works with, and how they become bytes. Topics and owned
+partitions are written sorted and grouped by topic, as Kafka's ``ConsumerProtocol`` writes them.
 
-    Subscription v3  = version:int16  topics:[string]  user_data:nullable bytes
-                       owned_partitions:[topic:string partitions:[int32]]   (v1+, KIP-429)
-                       generation_id:int32                                 (v2+, KIP-792)
-                       rack_id:nullable string                             (v3+, KIP-881)
-    Assignment v0-3  = version:int16  assigned_partitions:[topic:string partitions:[int32]]
-                       user_data:nullable bytes
-
-Worked example: a v3 subscription to ``["a", "b"]`` owning ``a-0`` and ``a-1`` at generation 5
-in rack ``r1`` is 43 bytes::
-
-    0003 | 00000002 0001 61 0001 62 | ffffffff | 00000001 0001 61 00000002 00000000 00000001
-    ver    topics: 2, "a", "b"        no user    owned: 1 topic "a", partitions [0, 1]
-         | 00000005 | 0002 7231
-           gen 5      rack "r1"
+Worked example: ``Subscription(("b", "a"), (("a", 1), ("a", 0)), 5, "r1")`` encodes at v3 as
+the 43 bytes of that module's example: topics ``["a", "b"]``, owned ``a`` partitions ``[0, 1]``.
 
 Two compatibility rules follow Kafka's reader: a version newer than 3 is read as v3 (later
 versions only add fields at the end, so the v3 prefix is still valid), and bytes after the
 fields are ignored. A version below 0 is an error.
-
-Both are declared here once, with the same ``message``/``f`` DSL as the wire messages
-(:mod:`kafkalab.protocol.schema`), as messages without an API key: each blob carries its own
-version prefix. ``kafkalab dump-log --offsets-decoder`` imports them to print a classic group's
-member metadata as JSON, as Kafka's ``OffsetsMessageParser`` does.
 """
 
 from __future__ import annotations
@@ -41,34 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ProtocolError
-from kafkalab.protocol.schema import f, message
+from kafkalab.protocol.messages.consumer_protocol import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    CONSUMER_PROTOCOL_VERSION_MAX,
+    NO_GENERATION,
+    PROTOCOL_TYPE,
+)
 from kafkalab.protocol.types import Reader, Writer
 from kafkalab.storage.checkpoints import TopicPartition
-
-PROTOCOL_TYPE = "consumer"  # JoinGroup's protocol_type for every consumer assignor
-CONSUMER_PROTOCOL_VERSION_MAX = 3  # the highest version Kafka 3.9's client writes and reads
-NO_GENERATION = -1  # generation_id's default: the member has not been in a generation
-
-CONSUMER_PROTOCOL_SUBSCRIPTION = message(
-    "ConsumerProtocolSubscription", valid=f"0-{CONSUMER_PROTOCOL_VERSION_MAX}", flexible="none", fields=[
-    f("topics", "[]string"),
-    f("user_data", "bytes", nullable="0+"),
-    f("owned_partitions", "[]TopicPartition", "1+", fields=[
-        f("topic", "string", "1+"),
-        f("partitions", "[]int32", "1+"),
-    ]),
-    f("generation_id", "int32", "2+", default=NO_GENERATION),
-    f("rack_id", "string", "3+", nullable="3+"),
-])
-
-CONSUMER_PROTOCOL_ASSIGNMENT = message(
-    "ConsumerProtocolAssignment", valid=f"0-{CONSUMER_PROTOCOL_VERSION_MAX}", flexible="none", fields=[
-    f("assigned_partitions", "[]TopicPartition", fields=[
-        f("topic", "string"),
-        f("partitions", "[]int32"),
-    ]),
-    f("user_data", "bytes", nullable="0+"),
-])
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,3 +131,18 @@ def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
     value = CONSUMER_PROTOCOL_ASSIGNMENT.read(reader, version)
     partitions = tuple((tp.topic, p) for tp in value.assigned_partitions for p in tp.partitions)
     return Assignment(partitions, None if value.user_data is None else bytes(value.user_data))
+
+
+__all__ = [
+    "CONSUMER_PROTOCOL_ASSIGNMENT",
+    "CONSUMER_PROTOCOL_SUBSCRIPTION",
+    "CONSUMER_PROTOCOL_VERSION_MAX",
+    "NO_GENERATION",
+    "PROTOCOL_TYPE",
+    "Assignment",
+    "Subscription",
+    "decode_assignment",
+    "decode_subscription",
+    "encode_assignment",
+    "encode_subscription",
+]

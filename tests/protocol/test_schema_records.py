@@ -22,7 +22,7 @@ from kafka.protocol.consumer.metadata import (
 )
 from kafka.protocol.schemas.load_json import load_json
 
-from kafkalab.client.consumer_protocol import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+from kafkalab.protocol.messages.consumer_protocol import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from kafkalab.errors import ProtocolError, UnsupportedVersionError
 from kafkalab.protocol.schema import f, message, parse_versions
 from kafkalab.protocol.schema_json import message_json, read_json, to_json

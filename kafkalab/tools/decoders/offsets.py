@@ -29,7 +29,7 @@ streams-group records (types 9 and up) print as ``Unknown record type``.
 A classic group of protocol type ``consumer`` keeps each member's subscription and assignment
 as opaque bytes; like Kafka's ``OffsetsMessageParser`` the decoder expands them into
 ``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment`` JSON (each starts with its own
-int16 version; both are declared once, by the client, in :mod:`kafkalab.client.consumer_protocol`),
+int16 version; both declared once, in :mod:`kafkalab.protocol.messages.consumer_protocol`),
 and keeps the base64 bytes when they do not decode. For example a member
 subscribed to ``orders`` prints ``"subscription":{"topics":["orders"],"userData":null,
 "ownedPartitions":[],"generationId":5,"rackId":null}`` at subscription version 3.
@@ -40,13 +40,13 @@ from __future__ import annotations
 import base64
 import binascii
 
-from kafkalab.client.consumer_protocol import (
+from kafkalab.errors import KafkaError
+from kafkalab.group.records import CLASSIC_RECORD_TYPES, GROUP_METADATA_TYPE
+from kafkalab.protocol.messages.consumer_protocol import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE,
 )
-from kafkalab.errors import KafkaError
-from kafkalab.group.records import CLASSIC_RECORD_TYPES, GROUP_METADATA_TYPE
 from kafkalab.protocol.schema import Field, Message, f, message
 from kafkalab.protocol.schema_json import JsonValue, read_json
 from kafkalab.protocol.types import Reader
