@@ -7,14 +7,14 @@ picks the key and value schemas; each value starts with its own int16 *version*.
 declared in Kafka's ``group-coordinator/src/main/resources/common/message/*.json``. Types 0 and 1
 are an offset commit (0 is the pre-0.10 key, laid out the same), 2 is group metadata::
 
-    offset commit   key   = [int16 1][group][topic][int32 partition]           OffsetCommitKey v1
+    offset commit   key   = [int16 1][group][topic][int32 partition]      OffsetCommitKey, type 1
                     value = [int16 3][int64 offset][int32 leaderEpoch]
                             [metadata][int64 commitTimestamp]                  OffsetCommitValue v3
-    group metadata  key   = [int16 2][group]                                   GroupMetadataKey v2
+    group metadata  key   = [int16 2][group]                              GroupMetadataKey, type 2
                     value = [int16 3][protocolType][int32 generation][protocol][leader]
                             [int64 currentStateTimestamp][members...]          GroupMetadataValue v3
 
-Kafka's older specs number a key's versions by its record type (``OffsetCommitKey`` 0-1,
+Kafka's specs number a key's versions by its record types (``OffsetCommitKey`` 0-1,
 ``GroupMetadataKey`` 2); its fields are the same at each, so kafkalab declares each key with the
 single version 0 and keeps the type beside it -- the same reading the dump tool's coordinator
 decoder (:mod:`kafkalab.tools.decoders.coordinator`) applies to every record type. These
