@@ -2,35 +2,19 @@
 
 Theory of operation
 -------------------
-The group coordinator does not understand consumers. In JoinGroup each member sends an opaque
-``metadata`` blob per protocol (assignor) it supports, and in SyncGroup the leader sends one opaque
-``assignment`` blob per member. Only clients read them, and Kafka's clients agree on their shape:
-``ConsumerProtocolSubscription`` and ``ConsumerProtocolAssignment`` (Kafka's
-``ConsumerProtocol``, specs ``ConsumerProtocol*.json``). Each blob is an int16 version followed by
-the struct at that version, never flexible (no compact strings, no tagged fields)::
+The bytes themselves -- ``ConsumerProtocolSubscription`` and ``ConsumerProtocolAssignment``, each
+an int16 version and a never-flexible struct -- are declared once, below the client, in
+:mod:`kafkalab.protocol.messages.consumer_protocol`, because the group coordinator and the dump
+tool read them too. This module is the client's side: the :class:`Subscription` and
+:class:`Assignment` an assignor works with, and how they become bytes. Topics and owned
+partitions are written sorted and grouped by topic, as Kafka's ``ConsumerProtocol`` writes them.
 
-    Subscription v3  = version:int16  topics:[string]  user_data:nullable bytes
-                       owned_partitions:[topic:string partitions:[int32]]   (v1+, KIP-429)
-                       generation_id:int32                                 (v2+, KIP-792)
-                       rack_id:nullable string                             (v3+, KIP-881)
-    Assignment v0-3  = version:int16  assigned_partitions:[topic:string partitions:[int32]]
-                       user_data:nullable bytes
-
-Worked example: a v3 subscription to ``["a", "b"]`` owning ``a-0`` and ``a-1`` at generation 5
-in rack ``r1`` is 43 bytes::
-
-    0003 | 00000002 0001 61 0001 62 | ffffffff | 00000001 0001 61 00000002 00000000 00000001
-    ver    topics: 2, "a", "b"        no user    owned: 1 topic "a", partitions [0, 1]
-         | 00000005 | 0002 7231
-           gen 5      rack "r1"
+Worked example: ``Subscription(("b", "a"), (("a", 1), ("a", 0)), 5, "r1")`` encodes at v3 as
+the 43 bytes of that module's example: topics ``["a", "b"]``, owned ``a`` partitions ``[0, 1]``.
 
 Two compatibility rules follow Kafka's reader: a version newer than 3 is read as v3 (later
 versions only add fields at the end, so the v3 prefix is still valid), and bytes after the
 fields are ignored. A version below 0 is an error.
-
-The structs are declared with the same ``f`` field DSL as the wire messages
-(:mod:`kafkalab.protocol.schema`), but as bare :class:`~kafkalab.protocol.schema.Struct` schemas:
-they have no API key and carry their own version prefix.
 """
 
 from __future__ import annotations
@@ -40,32 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ProtocolError
-from kafkalab.protocol.schema import Struct, f
+from kafkalab.protocol.messages.consumer_protocol import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    CONSUMER_PROTOCOL_VERSION_MAX,
+    NO_GENERATION,
+    PROTOCOL_TYPE,
+)
 from kafkalab.protocol.types import Reader, Writer
 from kafkalab.storage.checkpoints import TopicPartition
-
-PROTOCOL_TYPE = "consumer"  # JoinGroup's protocol_type for every consumer assignor
-CONSUMER_PROTOCOL_VERSION_MAX = 3  # the highest version Kafka 3.9's client writes and reads
-NO_GENERATION = -1  # generation_id's default: the member has not been in a generation
-
-_SUBSCRIPTION = Struct("ConsumerProtocolSubscription", [
-    f("topics", "[]string"),
-    f("user_data", "bytes", nullable="0+"),
-    f("owned_partitions", "[]TopicPartition", "1+", fields=[
-        f("topic", "string", "1+"),
-        f("partitions", "[]int32", "1+"),
-    ]),
-    f("generation_id", "int32", "2+", default=NO_GENERATION),
-    f("rack_id", "string", "3+", nullable="3+"),
-])
-
-_ASSIGNMENT = Struct("ConsumerProtocolAssignment", [
-    f("assigned_partitions", "[]TopicPartition", fields=[
-        f("topic", "string"),
-        f("partitions", "[]int32"),
-    ]),
-    f("user_data", "bytes", nullable="0+"),
-])
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +83,7 @@ def _check_version(version: int) -> None:
 def encode_subscription(subscription: Subscription, version: int = CONSUMER_PROTOCOL_VERSION_MAX) -> bytes:
     """Version-prefixed subscription bytes; topics and owned partitions sorted, as Kafka writes them."""
     _check_version(version)
-    cls: Any = _SUBSCRIPTION.cls
+    cls: Any = CONSUMER_PROTOCOL_SUBSCRIPTION.cls
     value = cls(
         topics=tuple(sorted(subscription.topics)),
         user_data=subscription.user_data,
@@ -126,14 +93,14 @@ def encode_subscription(subscription: Subscription, version: int = CONSUMER_PROT
     )
     writer = Writer()
     writer.int16(version)
-    _SUBSCRIPTION.write(writer, value, version, False)
+    CONSUMER_PROTOCOL_SUBSCRIPTION.encode_into(writer, value, version)
     return writer.to_bytes()
 
 
 def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
     """Read a subscription of any version; an empty rack id means no rack, as in Kafka."""
     reader, version = _read_version(data, "ConsumerProtocolSubscription")
-    value = _SUBSCRIPTION.read(reader, version, False)
+    value = CONSUMER_PROTOCOL_SUBSCRIPTION.read(reader, version)
     owned = tuple((tp.topic, p) for tp in value.owned_partitions for p in tp.partitions)
     return Subscription(
         topics=tuple(value.topics),
@@ -147,20 +114,35 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
 def encode_assignment(assignment: Assignment, version: int = CONSUMER_PROTOCOL_VERSION_MAX) -> bytes:
     """Version-prefixed assignment bytes; partitions grouped by topic in first-seen order."""
     _check_version(version)
-    cls: Any = _ASSIGNMENT.cls
+    cls: Any = CONSUMER_PROTOCOL_ASSIGNMENT.cls
     value = cls(
         assigned_partitions=tuple(_group_by_topic(assignment.partitions, cls.TopicPartition)),
         user_data=assignment.user_data,
     )
     writer = Writer()
     writer.int16(version)
-    _ASSIGNMENT.write(writer, value, version, False)
+    CONSUMER_PROTOCOL_ASSIGNMENT.encode_into(writer, value, version)
     return writer.to_bytes()
 
 
 def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
     """Read an assignment of any version."""
     reader, version = _read_version(data, "ConsumerProtocolAssignment")
-    value = _ASSIGNMENT.read(reader, version, False)
+    value = CONSUMER_PROTOCOL_ASSIGNMENT.read(reader, version)
     partitions = tuple((tp.topic, p) for tp in value.assigned_partitions for p in tp.partitions)
     return Assignment(partitions, None if value.user_data is None else bytes(value.user_data))
+
+
+__all__ = [
+    "CONSUMER_PROTOCOL_ASSIGNMENT",
+    "CONSUMER_PROTOCOL_SUBSCRIPTION",
+    "CONSUMER_PROTOCOL_VERSION_MAX",
+    "NO_GENERATION",
+    "PROTOCOL_TYPE",
+    "Assignment",
+    "Subscription",
+    "decode_assignment",
+    "decode_subscription",
+    "encode_assignment",
+    "encode_subscription",
+]

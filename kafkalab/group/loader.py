@@ -7,7 +7,7 @@ Stable at its stored generation; one without is Empty. Mirrors Kafka's
 ``GroupMetadataManager.replay`` for classic groups.
 
 Records of the newer group types (KIP-848 consumer groups, share and streams groups: key
-versions 3 and up), which a log written by Apache Kafka may hold, are skipped: this coordinator
+types 3 and up), which a log written by Apache Kafka may hold, are skipped: this coordinator
 serves classic groups only.
 
 Worked example: records ``(g, orders, 0) -> 42``, ``g -> generation 3, members [c1]``,
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 from kafkalab.group.group import ClassicGroup, Member
 from kafkalab.group.offsets import CommittedOffset
 from kafkalab.group.records import (
-    CLASSIC_KEY_VERSION_MAX,
+    CLASSIC_RECORD_TYPE_MAX,
     GroupKey,
     OffsetKey,
     decode_group_value,
     decode_key,
     decode_offset_value,
-    key_version,
+    record_type,
 )
 from kafkalab.group.state import GroupState
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 def replay(coordinator: GroupCoordinator, records: Iterable[tuple[int, bytes, bytes | None]]) -> int:
     count = 0
     for _partition, key_bytes, value_bytes in records:
-        if key_version(key_bytes) > CLASSIC_KEY_VERSION_MAX:
+        if record_type(key_bytes) > CLASSIC_RECORD_TYPE_MAX:
             continue
         key = decode_key(key_bytes)
         if isinstance(key, OffsetKey):

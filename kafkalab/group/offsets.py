@@ -34,6 +34,7 @@ from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.group import ClassicGroup
 from kafkalab.group.records import OffsetCommitValue, group_metadata_key, offset_commit_key, offset_commit_value
 from kafkalab.group.state import GroupState
+from kafkalab.protocol.messages.consumer_protocol import CONSUMER_PROTOCOL_SUBSCRIPTION, PROTOCOL_TYPE
 from kafkalab.protocol.types import Reader
 
 if TYPE_CHECKING:
@@ -210,17 +211,17 @@ def _record(value: CommittedOffset) -> object:
 
 
 def subscribed_topics(group: ClassicGroup) -> set[str]:
-    """Topics a consumer group's members subscribe to, from the first field of each
-    ConsumerProtocolSubscription (int16 version, then an array of topic names)."""
+    """Topics a consumer group's members subscribe to: the ``topics`` of each member's
+    ConsumerProtocolSubscription, read at v0 -- the prefix of every version -- as Kafka's
+    ``ClassicGroup.computeSubscribedTopics`` reads them. A member whose bytes do not parse adds none."""
     topics: set[str] = set()
-    if group.protocol_type != "consumer" or group.protocol_name is None:
+    if group.protocol_type != PROTOCOL_TYPE or group.protocol_name is None:
         return topics
     for member in group.members.values():
         try:
             reader = Reader(member.metadata(group.protocol_name))
-            reader.int16()
-            for _ in range(reader.array_count(False, False)):
-                topics.add(reader.string(False, False) or "")
+            reader.int16()  # the subscription's own version; v0's fields come first in all of them
+            topics.update(CONSUMER_PROTOCOL_SUBSCRIPTION.read(reader, 0).topics)
         except (KafkaError, KeyError):
             continue
     return topics

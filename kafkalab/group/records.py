@@ -2,16 +2,24 @@
 
 Theory of operation
 -------------------
-Each record's key and value start with an int16 *version* followed by a body declared in
-Kafka's ``group-coordinator/src/main/resources/common/message/*.json``. The key's version doubles
-as the record type: 0 and 1 are an offset commit, 2 is group metadata::
+Each record's key starts with an int16 *record type* (Kafka's ``CoordinatorRecordType``) that
+picks the key and value schemas; each value starts with its own int16 *version*. The bodies are
+declared in Kafka's ``group-coordinator/src/main/resources/common/message/*.json``. Types 0 and 1
+are an offset commit (0 is the pre-0.10 key, laid out the same), 2 is group metadata::
 
-    offset commit   key   = [int16 1][group][topic][int32 partition]           OffsetCommitKey v1
+    offset commit   key   = [int16 1][group][topic][int32 partition]      OffsetCommitKey, type 1
                     value = [int16 3][int64 offset][int32 leaderEpoch]
                             [metadata][int64 commitTimestamp]                  OffsetCommitValue v3
-    group metadata  key   = [int16 2][group]                                   GroupMetadataKey v2
+    group metadata  key   = [int16 2][group]                              GroupMetadataKey, type 2
                     value = [int16 3][protocolType][int32 generation][protocol][leader]
                             [int64 currentStateTimestamp][members...]          GroupMetadataValue v3
+
+Kafka's specs number a key's versions by its record types (``OffsetCommitKey`` 0-1,
+``GroupMetadataKey`` 2); its fields are the same at each, so kafkalab declares each key with the
+single version 0 and keeps the type beside it -- the same reading the dump tool's coordinator
+decoder (:mod:`kafkalab.tools.decoders.coordinator`) applies to every record type. These
+declarations are the only ones: the coordinator writes and replays with them, and
+``kafkalab dump-log --offsets-decoder`` prints them.
 
 A null value is a tombstone: the offset was deleted or expired, or the group was deleted. The
 topic is compacted, so only the latest record per key survives cleaning -- replaying the log
@@ -36,15 +44,13 @@ from kafkalab.errors import CorruptRecordError
 from kafkalab.protocol.schema import Message, f, message
 from kafkalab.protocol.types import Writer
 
-NOT_AN_API = -1  # these are data schemas, not requests: they carry no API key
-
-OFFSET_COMMIT_KEY = message("OffsetCommitKey", api_key=NOT_AN_API, valid="0-1", flexible="none", fields=[
+OFFSET_COMMIT_KEY = message("OffsetCommitKey", valid="0", flexible="none", fields=[
     f("group", "string"),
     f("topic", "string"),
     f("partition", "int32"),
 ])
 
-OFFSET_COMMIT_VALUE = message("OffsetCommitValue", api_key=NOT_AN_API, valid="0-4", flexible="4+", fields=[
+OFFSET_COMMIT_VALUE = message("OffsetCommitValue", valid="0-4", flexible="4+", fields=[
     f("offset", "int64"),
     f("leader_epoch", "int32", "3+", default=-1),
     f("metadata", "string"),
@@ -52,11 +58,11 @@ OFFSET_COMMIT_VALUE = message("OffsetCommitValue", api_key=NOT_AN_API, valid="0-
     f("expire_timestamp", "int64", "1", default=-1),
 ])
 
-GROUP_METADATA_KEY = message("GroupMetadataKey", api_key=NOT_AN_API, valid="2", flexible="none", fields=[
+GROUP_METADATA_KEY = message("GroupMetadataKey", valid="0", flexible="none", fields=[
     f("group", "string"),
 ])
 
-GROUP_METADATA_VALUE = message("GroupMetadataValue", api_key=NOT_AN_API, valid="0-4", flexible="4+", fields=[
+GROUP_METADATA_VALUE = message("GroupMetadataValue", valid="0-4", flexible="4+", fields=[
     f("protocol_type", "string"),
     f("generation", "int32"),
     f("protocol", "string", nullable="0+"),
@@ -74,11 +80,20 @@ GROUP_METADATA_VALUE = message("GroupMetadataValue", api_key=NOT_AN_API, valid="
     ]),
 ])
 
-OFFSET_COMMIT_KEY_VERSION = 1
+LEGACY_OFFSET_COMMIT_TYPE = 0  # read, never written: Kafka writes type 1
+OFFSET_COMMIT_TYPE = 1
+GROUP_METADATA_TYPE = 2
+KEY_VERSION = 0  # a key's body has one layout; its type says which
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
-GROUP_METADATA_KEY_VERSION = 2
 GROUP_METADATA_VALUE_VERSION = 3
+
+# record type -> (key schema, value schema), for the classic group protocol's records
+CLASSIC_RECORD_TYPES: dict[int, tuple[Message, Message]] = {
+    LEGACY_OFFSET_COMMIT_TYPE: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+    OFFSET_COMMIT_TYPE: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+    GROUP_METADATA_TYPE: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
+}
 
 OffsetCommitValue = OFFSET_COMMIT_VALUE.cls
 GroupMetadataValue = GROUP_METADATA_VALUE.cls
@@ -99,50 +114,54 @@ class GroupKey:
     group: str
 
 
-def _encode(schema: Message, value: Any, version: int) -> bytes:
+def _framed(prefix: int, schema: Message, value: Any, version: int) -> bytes:
+    """The int16 ``prefix`` (a key's record type, a value's version), then the body."""
     writer = Writer()
-    writer.int16(version)
+    writer.int16(prefix)
     schema.encode_into(writer, value, version)
     return writer.to_bytes()
 
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     body = OFFSET_COMMIT_KEY.cls(group=group, topic=topic, partition=partition)
-    return _encode(OFFSET_COMMIT_KEY, body, OFFSET_COMMIT_KEY_VERSION)
+    return _framed(OFFSET_COMMIT_TYPE, OFFSET_COMMIT_KEY, body, KEY_VERSION)
 
 
 def offset_commit_value(value: Any) -> bytes:
     """An ``OffsetCommitValue``: v1 if it carries an expire timestamp, else v3 (as Kafka)."""
     explicit_expiry = value.expire_timestamp >= 0
     version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY if explicit_expiry else OFFSET_COMMIT_VALUE_VERSION
-    return _encode(OFFSET_COMMIT_VALUE, value, version)
+    return _framed(version, OFFSET_COMMIT_VALUE, value, version)
 
 
 def group_metadata_key(group: str) -> bytes:
-    return _encode(GROUP_METADATA_KEY, GROUP_METADATA_KEY.cls(group=group), GROUP_METADATA_KEY_VERSION)
+    body = GROUP_METADATA_KEY.cls(group=group)
+    return _framed(GROUP_METADATA_TYPE, GROUP_METADATA_KEY, body, KEY_VERSION)
 
 
 def group_metadata_value(value: Any) -> bytes:
-    return _encode(GROUP_METADATA_VALUE, value, GROUP_METADATA_VALUE_VERSION)
+    version = GROUP_METADATA_VALUE_VERSION
+    return _framed(version, GROUP_METADATA_VALUE, value, version)
 
 
-CLASSIC_KEY_VERSION_MAX = GROUP_METADATA_KEY_VERSION  # 3+ are KIP-848, share and streams records
+CLASSIC_RECORD_TYPE_MAX = GROUP_METADATA_TYPE  # 3+ are KIP-848, share and streams records
 
 
-def key_version(data: bytes) -> int:
-    """A record key's version, i.e. its record type (Kafka's ``CoordinatorRecordType``)."""
+def record_type(data: bytes) -> int:
+    """A record key's type (Kafka's ``CoordinatorRecordType``)."""
     return _version(data, "key")
 
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
-    """The key of a ``__consumer_offsets`` record, by its version (= record type)."""
-    version = _version(data, "key")
-    if version in (0, 1):
-        body = OFFSET_COMMIT_KEY.decode(memoryview(data)[2:], version)
-        return OffsetKey(body.group, body.topic, body.partition)
-    if version == GROUP_METADATA_KEY_VERSION:
-        return GroupKey(GROUP_METADATA_KEY.decode(memoryview(data)[2:], version).group)
-    raise CorruptRecordError(f"__consumer_offsets key version {version} is not a classic group record", position=0)
+    """The key of a ``__consumer_offsets`` record, by its record type."""
+    type_ = _version(data, "key")
+    schemas = CLASSIC_RECORD_TYPES.get(type_)
+    if schemas is None:
+        raise CorruptRecordError(f"__consumer_offsets record type {type_} is not a classic group record", position=0)
+    body = schemas[0].decode(memoryview(data)[2:], KEY_VERSION)
+    if type_ == GROUP_METADATA_TYPE:
+        return GroupKey(body.group)
+    return OffsetKey(body.group, body.topic, body.partition)
 
 
 def decode_offset_value(data: bytes) -> Any:

@@ -150,7 +150,7 @@ def _ours(struct, prefix: str = "") -> list[tuple[str, str, str, str | None]]:
 def test_fields_match_kafkas_json_specs() -> None:
     from kafkalab.client import consumer_protocol
 
-    ours = {"ConsumerProtocolSubscription": consumer_protocol._SUBSCRIPTION,
-            "ConsumerProtocolAssignment": consumer_protocol._ASSIGNMENT}
+    ours = {"ConsumerProtocolSubscription": consumer_protocol.CONSUMER_PROTOCOL_SUBSCRIPTION.struct,
+            "ConsumerProtocolAssignment": consumer_protocol.CONSUMER_PROTOCOL_ASSIGNMENT.struct}
     for name, struct in ours.items():
         assert _ours(struct) == _flatten(_spec(name)["fields"]), name

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
+
 from kafkalab.errors import ErrorCode as E
 from kafkalab.group.coordinator import GroupCoordinator
-from kafkalab.group.offsets import OffsetCommit
+from kafkalab.group.offsets import OffsetCommit, subscribed_topics
 from kafkalab.group.state import GroupState as S
 from tests.group._harness import Cluster
 
@@ -137,3 +139,20 @@ def test_replay_skips_records_of_newer_group_types():
     fresh = GroupCoordinator(c.coordinator.settings, c.log, c.timer, random.Random(1))
     assert fresh.load(c.now_ms) == 1
     assert fresh.offsets.fetch("simple", [("orders", 0)])[0][1].offset == 42
+
+
+def test_subscribed_topics_of_every_consumer_protocol_version():
+    """kafka-python's subscriptions, v0-v3 and a future v9 (v3's bytes plus a trailing field):
+    the coordinator reads each one's v0 prefix, as Kafka's ClassicGroup does."""
+    tp = KpSubscription.TopicPartition
+    for version in (0, 1, 2, 3, 9):
+        written = min(version, 3)
+        subscription = KpSubscription(version=written, topics=["orders", "audit"], user_data=b"u",
+                                      owned_partitions=[tp(topic="orders", partitions=[0])],
+                                      generation_id=4, rack_id="r").encode(version=written)
+        if version == 9:
+            subscription = b"\x00\x09" + subscription[2:] + b"\x00\x00\x00\x07"
+        c = Cluster()
+        c.join_with_id("g", protocols=(("range", subscription),))
+        c.advance(3000)  # the rebalance completes and picks the protocol
+        assert subscribed_topics(c.coordinator.groups["g"]) == {"orders", "audit"}, version

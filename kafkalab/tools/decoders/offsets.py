@@ -3,9 +3,12 @@
 Theory of operation
 -------------------
 Each record's key starts with a record type (Kafka's ``CoordinatorRecordType``) that picks
-the key and value messages, transcribed here (with :mod:`kafkalab.protocol.schema`'s ``message``
-and ``f``, under Kafka's spec names) from the specs in Kafka's
-``group-coordinator/src/main/resources/common/message/``:
+the key and value messages of Kafka's ``group-coordinator/src/main/resources/common/message/``
+specs. Types 0-2 are the classic group protocol's records, which kafkalab's own coordinator
+writes and replays: their schemas are declared once, in :mod:`kafkalab.group.records`, and
+imported here. Types 3-8 are KIP-848 consumer-group records, which only a log written by Apache
+Kafka holds; they are transcribed here (with :mod:`kafkalab.protocol.schema`'s ``message`` and
+``f``, under Kafka's spec names):
 
 ====  =========================================  ================================================
 type  key                                        value
@@ -26,7 +29,8 @@ streams-group records (types 9 and up) print as ``Unknown record type``.
 A classic group of protocol type ``consumer`` keeps each member's subscription and assignment
 as opaque bytes; like Kafka's ``OffsetsMessageParser`` the decoder expands them into
 ``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment`` JSON (each starts with its own
-int16 version), and keeps the base64 bytes when they do not decode. For example a member
+int16 version; both declared once, in :mod:`kafkalab.protocol.messages.consumer_protocol`),
+and keeps the base64 bytes when they do not decode. For example a member
 subscribed to ``orders`` prints ``"subscription":{"topics":["orders"],"userData":null,
 "ownedPartitions":[],"generationId":5,"rackId":null}`` at subscription version 3.
 """
@@ -37,47 +41,20 @@ import base64
 import binascii
 
 from kafkalab.errors import KafkaError
+from kafkalab.group.records import CLASSIC_RECORD_TYPES, GROUP_METADATA_TYPE
+from kafkalab.protocol.messages.consumer_protocol import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE,
+)
+from kafkalab.protocol.schema import Field, Message, f, message
+from kafkalab.protocol.schema_json import JsonValue, read_json
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
 from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult, RecordType
-from kafkalab.protocol.schema import Field, Message, f, message
-from kafkalab.protocol.schema_json import JsonValue, read_json
-
-CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
-GROUP_METADATA_TYPE = 2
 
 _GROUP_ID = f("GroupId", "string")
 _MEMBER_ID = f("MemberId", "string")
-
-OFFSET_COMMIT_KEY = message("OffsetCommitKey", valid="0", flexible="none", fields=[
-    f("group", "string"), f("topic", "string"), f("partition", "int32")])
-OFFSET_COMMIT_VALUE = message("OffsetCommitValue", valid="0-4", flexible="4+", fields=[
-    f("offset", "int64"),
-    f("leaderEpoch", "int32", "3+"),
-    f("metadata", "string"),
-    f("commitTimestamp", "int64"),
-    f("expireTimestamp", "int64", "1"),
-])
-GROUP_METADATA_KEY = message("GroupMetadataKey", valid="0", flexible="none",
-                             fields=[f("group", "string")])
-_MEMBER_METADATA = (
-    f("memberId", "string"),
-    f("groupInstanceId", "string", "3+", nullable="3+"),
-    f("clientId", "string"),
-    f("clientHost", "string"),
-    f("rebalanceTimeout", "int32", "1+"),
-    f("sessionTimeout", "int32"),
-    f("subscription", "bytes"),
-    f("assignment", "bytes"),
-)
-GROUP_METADATA_VALUE = message("GroupMetadataValue", valid="0-4", flexible="4+", fields=[
-    f("protocolType", "string"),
-    f("generation", "int32"),
-    f("protocol", "string", nullable="0+"),
-    f("leader", "string", nullable="0+"),
-    f("currentStateTimestamp", "int64", "2+"),
-    f("members", "[]MemberMetadata", fields=_MEMBER_METADATA),
-])
 
 
 def _group_key(name: str, *extra: Field) -> Message:
@@ -142,28 +119,9 @@ _CONSUMER_GROUP_KEYS = {
 }
 
 GROUP_RECORD_TYPES: dict[int, RecordType] = {
-    0: RecordType(OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    1: RecordType(OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    GROUP_METADATA_TYPE: RecordType(GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
+    **{t: RecordType(key, value) for t, (key, value) in CLASSIC_RECORD_TYPES.items()},
     **{t: RecordType(_CONSUMER_GROUP_KEYS[t], CONSUMER_GROUP_VALUES[t]) for t in _CONSUMER_GROUP_KEYS},
 }
-
-# The embedded consumer protocol (clients' ConsumerProtocolSubscription/Assignment.json).
-_TOPIC_PARTITION = (f("Topic", "string"), f("Partitions", "[]int32"))
-CONSUMER_PROTOCOL_SUBSCRIPTION = message(
-    "ConsumerProtocolSubscription", valid="0-3", flexible="none", fields=[
-        f("Topics", "[]string"),
-        f("UserData", "bytes", nullable="0+"),
-        f("OwnedPartitions", "[]TopicPartition", "1+", fields=_TOPIC_PARTITION),
-        f("GenerationId", "int32", "2+"),
-        f("RackId", "string", "3+", nullable="3+"),
-    ])
-CONSUMER_PROTOCOL_ASSIGNMENT = message(
-    "ConsumerProtocolAssignment", valid="0-3", flexible="none", fields=[
-        f("AssignedPartitions", "[]TopicPartition", fields=_TOPIC_PARTITION),
-        f("UserData", "bytes", nullable="0+"),
-    ])
-
 
 def _expand(encoded: JsonValue, embedded: Message) -> JsonValue:
     """Decode base64 consumer-protocol bytes into JSON; on any failure keep the bytes."""

@@ -1,8 +1,9 @@
 """``dump-log --offsets-decoder`` reading a ``__consumer_offsets`` segment the group coordinator wrote.
 
-The decoder (kafkalab.tools.decoders.offsets) is transcribed from Kafka's JSON specs separately
-from the coordinator's record schemas (kafkalab.group.records), so each checks the other. The
-ConsumerProtocol bytes inside the group metadata come from kafka-python's encoder.
+The decoder (kafkalab.tools.decoders.offsets) prints the coordinator's own record schemas
+(kafkalab.group.records, checked against Kafka's JSON specs in tests/group/test_records.py), so
+this is an end-to-end check of the JSON, against literal expectations. The ConsumerProtocol bytes
+inside the group metadata come from kafka-python's encoder.
 """
 
 from __future__ import annotations
