@@ -46,7 +46,7 @@ import numpy as np
 from kafkalab.partitioner import partitions_for_keys
 from kafkalab.spark.planning import list_segments, read_offset_index
 from kafkalab.book import remove_scratch_dirs as remove_book_scratch_dirs
-from kafkalab.book import scratch_dir
+from kafkalab.book import scratch_dir as scratch_dir  # the labs call labs.scratch_dir
 from kafkalab.spark.session import remove_scratch_dir
 
 RELATIVE_TOLERANCE_DEFAULT = 0.0

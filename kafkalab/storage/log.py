@@ -34,7 +34,6 @@ LEO, so that recovery replays only the batches after the newest snapshot.
 from __future__ import annotations
 
 import bisect
-import os
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -44,9 +43,7 @@ from typing import Protocol
 
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError, OffsetOutOfRangeError, StorageError
-from kafkalab.protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
-from kafkalab.records import decode_batch
-from kafkalab.records.header import BatchHeader, read_header
+from kafkalab.records.header import BatchHeader
 from kafkalab.storage import events as ev
 from kafkalab.storage import log_append
 from kafkalab.storage.leader_epoch import LeaderEpochCache
@@ -56,6 +53,8 @@ from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info,
 from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
 from kafkalab.storage.log_dir_failure import offline_on_io_error
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
+from kafkalab.storage import timestamp_lookup
+from kafkalab.storage.timestamp_lookup import TimestampAndOffset
 
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
@@ -69,15 +68,6 @@ class Scheduler(Protocol):
     the timing wheel; tests pass doubles."""
 
     def schedule(self, delay_ms: int, callback: Callable[[], object], *, name: str = "") -> object: ...
-
-
-@dataclass(frozen=True, slots=True)
-class TimestampAndOffset:
-    """ListOffsets' answer: a timestamp, the offset found, and that batch's leader epoch."""
-
-    timestamp: int
-    offset: int
-    leader_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +161,10 @@ class Log:
     @property
     def size_bytes(self) -> int:
         return sum(s.size_bytes for s in self._segments)
+
+    @property
+    def listeners(self) -> list[ev.Listener]:
+        return self._listeners
 
     def subscribe(self, listener: ev.Listener) -> Callable[[], None]:
         """Receive every event; returns a function that unsubscribes."""
@@ -347,72 +341,9 @@ class Log:
 
     @offline_on_io_error("Error while fetching offset by timestamp")
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
-        """ListOffsets: the first record whose timestamp is >= ``timestamp_ms``, with -2
-        (earliest), -1 (latest) and -3 (the record with the largest timestamp) as Kafka does.
-
-        The log answers "latest" with its log end offset, everything it holds; what a consumer
-        may read ends at the high watermark, and the broker's ListOffsets handler answers a
-        consumer with that instead (as Kafka's ``Partition`` does before asking its log)."""
-        if timestamp_ms == EARLIEST_TIMESTAMP:
-            return TimestampAndOffset(-1, self.log_start_offset, self._epoch_for(self.log_start_offset))
-        if timestamp_ms == LATEST_TIMESTAMP:
-            return TimestampAndOffset(-1, self._next_offset, self.leader_epoch_cache.latest_epoch)
-        if timestamp_ms == MAX_TIMESTAMP:
-            return self._record_with_max_timestamp()
-        listeners = self._listeners
-        for segment in self._segments:
-            if listeners:
-                ev.emit(listeners, ev.LookupStep(
-                    "segment", -1, segment.base_offset, timestamp=segment.max_timestamp_so_far,
-                    target_timestamp=timestamp_ms))
-            if segment.max_timestamp_so_far >= timestamp_ms:
-                entry = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
-                if entry is not None:
-                    return self._first_record_at_or_after(segment, entry, timestamp_ms)
-        return None
-
-    def _record_with_max_timestamp(self) -> TimestampAndOffset | None:
-        """KIP-734: the first record carrying the largest timestamp in the log, found as Kafka's
-        ``UnifiedLog.fetchOffsetByTimestamp`` finds it. A segment remembers only the batch that
-        holds its largest timestamp (that batch's last offset), so the batch is decoded to find
-        the record. Worked example: one batch at offsets 0..2 with timestamps 10, 30, 20
-        answers (30, 1), not the batch's last offset 2; in a LogAppendTime batch every record
-        carries the batch's stamp, so the answer is the batch's first offset."""
-        segment = max(self._segments, key=lambda s: s.max_timestamp_so_far)
-        max_timestamp = segment.max_timestamp_so_far
-        entry = segment.translate_offset(segment.offset_of_max_timestamp_so_far)
-        if max_timestamp == log_append.NO_TIMESTAMP or entry is None:
-            return None
-        data = FileSlice(segment.log_path, entry.position, entry.size_bytes).read_bytes()
-        header = read_header(data, 0)
-        if header.magic == 0:
-            return None  # magic 0 has no timestamps
-        for record in decode_batch(data, header).records:
-            if record.timestamp == max_timestamp:
-                epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
-                return TimestampAndOffset(max_timestamp, record.offset, epoch)
-        return None  # only if the header's max timestamp disagrees with its records
-
-    def _first_record_at_or_after(
-        self, segment: LogSegment, entry: EntryPosition, timestamp_ms: int
-    ) -> TimestampAndOffset:
-        """Inside the batch found by its max timestamp, the first record whose timestamp is
-        >= the target (``FileRecords.searchForTimestamp`` decodes the batch the same way)."""
-        data = FileSlice(segment.log_path, entry.position, entry.size_bytes).read_bytes()
-        batch = decode_batch(data, read_header(data, 0))
-        for record in batch.records:
-            if record.timestamp >= timestamp_ms and record.offset >= self.log_start_offset:
-                return TimestampAndOffset(record.timestamp, record.offset, self._epoch_for(record.offset))
-        # Only reachable if the header's max timestamp disagrees with its records.
-        offset = max(entry.base_offset, self.log_start_offset)
-        return TimestampAndOffset(entry.max_timestamp, offset, self._epoch_for(offset))
-
-    def _epoch_for(self, offset: int) -> int | None:
-        epoch = None
-        for known, start in self.leader_epoch_cache.entries:
-            if start <= offset:
-                epoch = known
-        return epoch
+        """ListOffsets by timestamp, with -2 (earliest), -1 (latest) and -3 (max timestamp);
+        see :mod:`kafkalab.storage.timestamp_lookup`."""
+        return timestamp_lookup.offset_for_timestamp(self, timestamp_ms)
 
     # -- high watermark -----------------------------------------------------------------------
 

@@ -47,7 +47,6 @@ from kafkalab.storage.segment import (
     LOG_SUFFIX,
     SEGMENT_FILE_BYTES_MAX,
     TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
     LogSegment,
     file_name,
 )

@@ -49,7 +49,7 @@ from kafkalab.records.header import (
 )
 from kafkalab.storage import events as ev
 from kafkalab.storage import index_search
-from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex, OffsetPosition
+from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
 from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import TransactionIndex
 

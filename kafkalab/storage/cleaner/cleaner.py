@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from kafkalab.records.header import BatchHeader, iter_headers
+from kafkalab.records.header import BatchHeader
 from kafkalab.storage.cleaner import fast_path, reference
 from kafkalab.storage.cleaner.chunks import Chunk, ChunkBuffers, read_chunks
 from kafkalab.storage.cleaner.fast_map import FastOffsetMap
