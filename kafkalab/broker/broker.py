@@ -94,6 +94,7 @@ class Broker:
     def __init__(
         self, settings: BrokerSettings, log_store: LogStore, config_store: DynamicConfigStore,
         rng: random.Random, timer: Timer, clock_ms: Callable[[], int] | None = None,
+        controller: LocalController | None = None,
     ) -> None:
         self.settings = settings
         self.log_store = log_store
@@ -103,15 +104,21 @@ class Broker:
             "Fetch", timer=timer, purge_interval=FETCH_PURGE_INTERVAL)
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", timer=timer, purge_interval=PRODUCE_PURGE_INTERVAL)
-        self.controller = LocalController(
-            [BrokerRegistration(settings.node_id, BROKER_EPOCH, settings.host, settings.port, settings.rack)], rng)
+        registration = BrokerRegistration(settings.node_id, BROKER_EPOCH, settings.host, settings.port, settings.rack)
         self.replica_manager = ReplicaManager(
             settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
             on_high_watermark_moved=self._high_watermark_moved)
-        self.topics = TopicRegistry(self.controller, self.replica_manager)
-        self.topics.restore(log_store)
-        self.controller.subscribe(self._apply_image)
-        self.controller.publish()
+        if controller is None:  # a lone broker is its own cluster, and adopts its directories
+            self.controller = LocalController([registration], rng)
+            self.topics = TopicRegistry(self.controller, self.replica_manager)
+            self.topics.restore(log_store)
+            self.controller.subscribe(self._apply_image)
+            self.controller.publish()
+        else:  # one broker of a cluster: it registers with the cluster's controller
+            self.controller = controller
+            self.topics = TopicRegistry(self.controller, self.replica_manager)
+            self.controller.subscribe(self._apply_image)
+            self.controller.register_broker(registration)
         self.parked_fetches: dict[int, DelayedFetch] = {}  # by connection: one request in flight each
         self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use

@@ -42,6 +42,7 @@ from kafkalab.broker.storage_adapter import StorageLogStore
 from kafkalab.clock import Clock
 from kafkalab.config import BROKER_KEYS, DynamicConfigStore
 from kafkalab.config.resolve import broker_value, validate_broker_configs
+from kafkalab.controller.local import LocalController
 from kafkalab.timer import Scheduler, Timer
 
 
@@ -58,15 +59,16 @@ def static_properties(
 
 def open_broker(
     data_dir: Path, properties: Mapping[str, str], settings: BrokerSettings, clock: Clock,
-    rng: random.Random,
+    rng: random.Random, controller: LocalController | None = None,
 ) -> Broker:
-    """A broker over ``data_dir`` with its periodic tasks scheduled on its timer."""
+    """A broker over ``data_dir`` with its periodic tasks scheduled on its timer; a member of
+    ``controller``'s cluster if one is given, else a cluster of its own."""
     config_store = DynamicConfigStore(data_dir, broker_id=str(settings.node_id))
     config_store.static, _ = static_properties(config_store.static, properties)
     timer = Timer(clock)
     scheduler = Scheduler(timer)
     log_store = StorageLogStore(data_dir, clock, config_store, rng, scheduler=scheduler)
-    broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds)
+    broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds, controller)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
     expiration_ms = dynamic_broker_int(config_store.layers, str(settings.node_id), "producer.id.expiration.ms")
     broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds, expiration_ms,
@@ -78,4 +80,9 @@ def open_broker(
     broker.housekeeping.tasks["delete-expired-group-metadata"] = PeriodicTask(
         scheduler, "delete-expired-group-metadata", expiry_ms,
         lambda: coordinator.expire_offsets(clock.milliseconds()), broker.housekeeping.errors)
+    # Kafka's ReplicaManager checks every replica.lag.time.max.ms / 2 for followers to drop.
+    isr_check_ms = broker.replica_manager.settings.replica_lag_time_max_ms // 2
+    broker.housekeeping.tasks["isr-expiration"] = PeriodicTask(
+        scheduler, "isr-expiration", isr_check_ms,
+        lambda: broker.replica_manager.maybe_shrink_isrs(clock.milliseconds()), broker.housekeeping.errors)
     return broker

@@ -88,6 +88,10 @@ class LocalController:
         for listener in self._listeners:
             listener(self.image)
 
+    def register_broker(self, broker: BrokerRegistration) -> None:
+        """A broker joins (BrokerRegistration): it may host replicas from the next change on."""
+        self.publish(replace(self.image, brokers={**self.image.brokers, broker.broker_id: broker}))
+
     # --- topics --------------------------------------------------------------------------------
 
     def restore_topic(self, name: str, topic_id: uuid.UUID, partition_count: int) -> None:

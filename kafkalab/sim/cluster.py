@@ -1,0 +1,242 @@
+"""A cluster of real brokers in one process, on one ManualClock, talking through a seeded network.
+
+Theory of operation
+-------------------
+Each node is a full :class:`~kafkalab.broker.broker.Broker` over its own data directory. Every
+message between nodes -- a follower's Fetch to its leader and the leader's answer, a client's
+Produce and its acknowledgement -- is a real Kafka request or response, encoded to bytes and
+decoded again, carried by :class:`~kafkalab.sim.network.Network`, which may delay, drop,
+duplicate, reorder or cut it. Nothing reads the wall clock: :meth:`SimCluster.run_for` moves the
+:class:`~kafkalab.clock.ManualClock` from event to event (the next delivery, the next timer task
+on any broker), so a run is a function of its seed and replays exactly.
+
+The loop, per step::
+
+    t = earliest of (network deliveries, brokers' timer deadlines, the run's end)
+    clock := t; every broker runs its due timer tasks (parked fetches expire, the ISR check)
+    deliver every message due at t:  request  -> broker.handle -> responses onto the network
+                                     response -> the follower's fetcher, or the client's future
+    every follower with no fetch in flight to a leader sends its next Fetch
+    ISR changes the leaders proposed go to the controller; its new image reaches every broker
+
+The controller is the cluster's :class:`~kafkalab.controller.local.LocalController`, called in
+process: AlterPartition and the metadata it publishes do not (yet) cross the network.
+
+Worked example: ``SimCluster(tmp, nodes=3, seed=7)`` starts brokers 1, 2 and 3;
+``create_topic("orders", 1, 3)`` places replicas [3, 1, 2], so broker 3 leads; a
+``produce("orders", 0, batch, acks=-1)`` is answered once both followers' next fetches report
+the batch -- a few simulated milliseconds later with the default 1 ms links. Cut a follower off
+with ``network.isolate`` and the same produce waits until the leader's ISR check (every 15 s)
+finds it 30 s behind and the controller accepts the smaller ISR.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkalab.broker.broker import Broker
+from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
+from kafkalab.broker.settings import BrokerSettings
+from kafkalab.broker.startup import open_broker
+from kafkalab.clock import ManualClock
+from kafkalab.controller.local import LocalController
+from kafkalab.errors import ErrorCode
+from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.protocol.header import decode_response, encode_request
+from kafkalab.replication.partition import AlterPartitionProposal
+from kafkalab.sim.network import LinkFaults, Network
+
+START_MS = 1_700_000_000_000  # a fixed start so timestamps replay
+CLIENT = "client"
+CONNECTION_BASE = 1_000  # a broker sees node n's requests on connection 1000 + n (0: the client)
+STEPS_MAX = 10_000_000  # a bug guard for run_for: no simulated interval needs more steps
+PRODUCE_VERSION = 7
+REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A request in flight: what it was, what to do with its answer, and when to give up."""
+
+    api_key: int
+    version: int
+    on_response: Callable[[Any], None]
+    deadline_ms: int
+    on_timeout: Callable[[], None]
+
+
+@dataclass(slots=True)
+class SimNode:
+    node_id: int
+    broker: Broker
+    fetching_from: set[int] = field(default_factory=set)  # leaders with a fetch in flight
+
+
+class SimCluster:
+    """Brokers, a controller and a client in one deterministic simulation. Not thread-safe."""
+
+    def __init__(self, data_dir: Path, *, nodes: int = 3, seed: int = 0, faults: LinkFaults | None = None,
+                 properties: dict[str, str] | None = None) -> None:
+        self.seed = seed
+        rng = random.Random(seed)
+        self.clock = ManualClock(now_ms=START_MS)
+        self.network = Network(random.Random(rng.getrandbits(64)), faults or LinkFaults())
+        self.controller = LocalController([], random.Random(rng.getrandbits(64)))
+        self.nodes: dict[int, SimNode] = {}
+        for node_id in range(1, nodes + 1):
+            settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
+            broker = open_broker(Path(data_dir) / f"node-{node_id}", properties or {}, settings, self.clock,
+                                 random.Random(rng.getrandbits(64)), self.controller)
+            self.nodes[node_id] = SimNode(node_id, broker)
+        self._correlation_ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+
+    # --- what a test or a notebook does --------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
+        self.controller.create_topic(name, partitions, replication_factor)
+
+    def leader(self, topic: str, partition: int) -> int:
+        registration = self.controller.image.partition(topic, partition)
+        assert registration is not None, f"no such partition {topic}-{partition}"
+        return registration.leader
+
+    def produce(self, topic: str, partition: int, batch: bytes, *, acks: int = -1,
+                timeout_ms: int = 30_000, wait_ms: int = 60_000) -> Any:
+        """Send one batch to the partition's leader as a client would; run until answered."""
+        answers: list[Any] = []
+        body = {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
+        self._send(CLIENT, self.leader(topic, partition), ApiKey.PRODUCE, PRODUCE_VERSION, body,
+                   lambda response: answers.append(response.responses[0].partition_responses[0]),
+                   timeout_ms=timeout_ms + REQUEST_TIMEOUT_MS)
+        self.run_until(lambda: bool(answers), wait_ms)
+        return answers[0] if answers else None
+
+    def run_for(self, duration_ms: int) -> None:
+        self.run_until(lambda: False, duration_ms)
+
+    def run_until(self, done: Callable[[], bool], max_ms: int) -> bool:
+        """Step until ``done()`` or ``max_ms`` of simulated time pass; returns ``done()``."""
+        end_ms = self.clock.milliseconds() + max_ms
+        for _ in range(STEPS_MAX):
+            self._send_fetches()
+            if done():
+                return True
+            next_ms = self._next_event_ms()
+            if next_ms is None or next_ms > end_ms:
+                self.clock.set_ms(max(end_ms, self.clock.milliseconds()))
+                self._advance_timers()
+                return done()
+            self.clock.set_ms(max(next_ms, self.clock.milliseconds()))
+            self._advance_timers()
+            self._deliver()
+            self._expire_requests()
+            self._forward_isr_proposals()
+        raise AssertionError(f"seed {self.seed}: more than {STEPS_MAX} steps in {max_ms} ms")
+
+    # --- the loop's parts ------------------------------------------------------------------------
+
+    def _next_event_ms(self) -> int | None:
+        times = [t for t in (node.broker.next_deadline_ms() for node in self.nodes.values()) if t is not None]
+        delivery = self.network.next_delivery_ms()
+        if delivery is not None:
+            times.append(delivery)
+        times.extend(p.deadline_ms for p in self._pending.values())
+        return min(times) if times else None
+
+    def _expire_requests(self) -> None:
+        """A request unanswered by its deadline is given up, as a client's request.timeout.ms
+        does (its connection is presumed dead); the fetcher may then fetch again."""
+        now_ms = self.clock.milliseconds()
+        for correlation_id in [c for c, p in self._pending.items() if p.deadline_ms <= now_ms]:
+            self._pending.pop(correlation_id).on_timeout()
+
+    def _advance_timers(self) -> None:
+        for node in self.nodes.values():
+            node.broker.advance_clock(node.broker.timer.now_ms())
+            self._ship_responses(node)
+
+    def _deliver(self) -> None:
+        for delivery in self.network.deliver(self.clock.milliseconds()):
+            kind, correlation_id, frame = delivery.message
+            if kind == "request":
+                node = self.nodes[int(str(delivery.dst))]
+                connection = CONNECTION_BASE + (0 if delivery.src == CLIENT else int(str(delivery.src)))
+                node.broker.handle(connection, frame, self.clock.milliseconds())
+                self._ship_responses(node)
+            else:
+                pending = self._pending.pop(correlation_id, None)
+                if pending is not None:  # None: a duplicate answer, already handled
+                    pending.on_response(decode_response(pending.api_key, pending.version, frame)[1])
+
+    def _ship_responses(self, node: SimNode) -> None:
+        for out in node.broker.take_responses():
+            if out.parts is None:
+                continue
+            data = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in out.parts)
+            source = out.connection_id - CONNECTION_BASE
+            destination: int | str = CLIENT if source == 0 else source
+            correlation_id = int.from_bytes(data[4:8], "big")
+            self.network.send(node.node_id, destination, ("response", correlation_id, data[4:]),
+                              self.clock.milliseconds())
+
+    def _send(self, src: int | str, dst: int, api_key: int, version: int, body: Any,
+              on_response: Callable[[Any], None], *, timeout_ms: int = REQUEST_TIMEOUT_MS,
+              on_timeout: Callable[[], None] = lambda: None) -> None:
+        correlation_id = next(self._correlation_ids)
+        frame = encode_request(api_key, version, correlation_id, f"sim-{src}", body)[4:]
+        deadline_ms = self.clock.milliseconds() + timeout_ms
+        self._pending[correlation_id] = _Pending(api_key, version, on_response, deadline_ms, on_timeout)
+        self.network.send(src, dst, ("request", correlation_id, frame), self.clock.milliseconds())
+
+    def _send_fetches(self) -> None:
+        """Kafka runs one fetcher per leader; each sends its next Fetch once the last is answered."""
+        for node in self.nodes.values():
+            manager = node.broker.replica_manager
+            for leader_id, fetches in manager.fetch_requests().items():
+                if leader_id in node.fetching_from or leader_id not in self.nodes:
+                    continue
+                node.fetching_from.add(leader_id)
+                body = follower_fetch_request(node.node_id, fetches)
+                self._send(node.node_id, leader_id, ApiKey.FETCH, FETCH_VERSION, body,
+                           self._fetch_answered(node, leader_id),
+                           on_timeout=functools.partial(node.fetching_from.discard, leader_id))
+
+    def _fetch_answered(self, node: SimNode, leader_id: int) -> Callable[[Any], None]:
+        def on_response(response: Any) -> None:
+            node.fetching_from.discard(leader_id)
+            node.broker.replica_manager.on_fetch_response(leader_id, follower_fetch_results(response))
+        return on_response
+
+    def _forward_isr_proposals(self) -> None:
+        for node in self.nodes.values():
+            for proposal in node.broker.replica_manager.take_alter_partition_proposals():
+                self._alter_partition(node, proposal)
+
+    def _alter_partition(self, node: SimNode, proposal: AlterPartitionProposal) -> None:
+        error, registration = self.controller.alter_partition(
+            node.node_id, proposal.topic, proposal.partition, proposal.leader_epoch, proposal.partition_epoch,
+            tuple(zip(proposal.new_isr, proposal.new_isr_broker_epochs, strict=True)))
+        hosted = node.broker.replica_manager.partition(proposal.topic, proposal.partition)
+        if hosted is None:
+            return
+        if error == ErrorCode.NONE and registration is not None:
+            hosted.partition.on_alter_partition_accepted(
+                proposal, registration.isr, registration.leader_epoch, registration.partition_epoch,
+                self.clock.milliseconds())
+        else:
+            hosted.partition.on_alter_partition_failed(proposal, error)
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            node.broker.shutdown()
+
+
+__all__ = ["CLIENT", "START_MS", "SimCluster", "SimNode"]

@@ -1,0 +1,106 @@
+"""A three-broker cluster in the simulation: every inter-node message is an encoded Kafka request
+or response on the seeded network. Replication copies bytes exactly, acks=all waits for the ISR,
+a cut-off follower leaves the ISR after replica.lag.time.max.ms and rejoins once it catches up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkalab.errors import ErrorCode
+from kafkalab.sim.cluster import SimCluster
+from tests.broker._harness import batch, decode_records
+
+LAG_MS = 30_000  # replica.lag.time.max.ms default
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[SimCluster]:
+    sim = SimCluster(tmp_path, nodes=3, seed=7)
+    yield sim
+    sim.close()
+
+
+def _log_bytes(sim: SimCluster, node: int, topic: str = "orders") -> bytes:
+    log = sim.nodes[node].broker.topics.log(topic, 0)
+    assert log is not None
+    return b"".join(s.log_path.read_bytes() for s in log.segments)
+
+
+def test_acks_all_returns_once_every_isr_member_has_the_batch(cluster: SimCluster) -> None:
+    cluster.create_topic("orders", 1, 3)
+    leader = cluster.leader("orders", 0)
+    answer = cluster.produce("orders", 0, batch([b"a", b"b"]))
+    assert answer.error_code == 0 and answer.base_offset == 0
+    for node in cluster.nodes.values():
+        log = node.broker.topics.log("orders", 0)
+        assert log is not None and log.log_end_offset == 2
+    assert cluster.nodes[leader].broker.topics.log("orders", 0).high_watermark == 2
+    cluster.run_for(1_000)  # followers learn the HW on their next fetch
+    assert {n.broker.topics.log("orders", 0).high_watermark for n in cluster.nodes.values()} == {2}
+    assert _log_bytes(cluster, 1) == _log_bytes(cluster, 2) == _log_bytes(cluster, 3)
+    records = decode_records(_log_bytes(cluster, 2))
+    assert [value for _, _, value, _ in records] == [b"a", b"b"]
+
+
+def test_cut_off_follower_leaves_the_isr_and_rejoins(cluster: SimCluster) -> None:
+    cluster.create_topic("orders", 1, 3)
+    leader = cluster.leader("orders", 0)
+    follower = next(n for n in cluster.nodes if n != leader)
+    cluster.produce("orders", 0, batch([b"first"]))
+    cluster.network.isolate(follower, list(cluster.nodes))
+    # acks=all waits for the cut-off follower until the leader drops it from the ISR.
+    answer = cluster.produce("orders", 0, batch([b"second"]), timeout_ms=60_000)
+    assert answer.error_code == 0
+    registration = cluster.controller.image.partition("orders", 0)
+    assert registration is not None and follower not in registration.isr
+    assert cluster.clock.milliseconds() - 1_700_000_000_000 >= LAG_MS
+    cluster.network.heal()
+    # The fetch lost in the cut is given up after request.timeout.ms; the next one catches up.
+
+    def rejoined() -> bool:
+        current = cluster.controller.image.partition("orders", 0)
+        return current is not None and follower in current.isr
+    assert cluster.run_until(rejoined, 2 * LAG_MS)
+    assert _log_bytes(cluster, follower) == _log_bytes(cluster, leader)
+
+
+def test_min_insync_replicas_refuses_acks_all_when_the_isr_is_too_small(tmp_path: Path) -> None:
+    sim = SimCluster(tmp_path, nodes=3, seed=3, properties={"min.insync.replicas": "2"})
+    try:
+        sim.create_topic("orders", 1, 3)
+        leader = sim.leader("orders", 0)
+        for other in sim.nodes:
+            if other != leader:
+                sim.network.isolate(other, list(sim.nodes))
+        slow = sim.produce("orders", 0, batch([b"x"]), timeout_ms=40_000)
+        # The followers never fetch, so the HW stands still and the produce times out.
+        assert slow.error_code == ErrorCode.REQUEST_TIMED_OUT
+        # The ISR check (every replica.lag.time.max.ms / 2 = 15 s) drops them once 30 s have
+        # passed since they were last caught up: at the 45 s check.
+        sim.run_for(10_000)
+        assert sim.controller.image.partition("orders", 0).isr == (leader,)  # type: ignore[union-attr]
+        refused = sim.produce("orders", 0, batch([b"y"]))
+        assert refused.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    finally:
+        sim.close()
+
+
+def test_docstring_example_placement(cluster: SimCluster) -> None:
+    cluster.create_topic("orders", 1, 3)
+    registration = cluster.controller.image.partition("orders", 0)
+    assert registration is not None and registration.replicas == (3, 1, 2) and cluster.leader("orders", 0) == 3
+
+
+def test_same_seed_same_run(tmp_path: Path) -> None:
+    def run(directory: Path) -> list[tuple[int, int]]:
+        sim = SimCluster(directory, nodes=3, seed=11)
+        try:
+            sim.create_topic("orders", 1, 3)
+            sim.produce("orders", 0, batch([b"a"]))
+            return [(sim.clock.milliseconds(), sim.network.stats.delivered)]
+        finally:
+            sim.close()
+    assert run(tmp_path / "one") == run(tmp_path / "two")
