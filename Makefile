@@ -39,11 +39,14 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest tests -m "not slow and not interop and not browser and not spark" $(PYTEST_ARGS)
 
-# Long fault campaigns: for now the tests marked slow (crash campaigns, large fuzz runs).
+# Long fault campaigns: 1,000 seeds of the replication campaign in the simulation, then the
+# tests marked slow (the KRaft quorum's campaign, crash campaigns, large fuzz runs).
 # pytest exits 5 when nothing is selected; that is reported, not treated as a failure.
+CAMPAIGN_SEEDS ?= 1000
 campaign: $(STAMP)
+	$(PY) -m kafkalab.sim.campaign --seeds $(CAMPAIGN_SEEDS)
 	@status=0; $(PY) -m pytest tests -m slow $(CAMPAIGN_ARGS) || status=$$?; \
-	if [ $$status -eq 5 ]; then echo "make campaign: no test matched (none is marked slow yet?)"; \
+	if [ $$status -eq 5 ]; then echo "make campaign: no test matched (none is marked slow?)"; \
 	else exit $$status; fi
 
 bench: $(STAMP)

@@ -112,12 +112,12 @@ class Broker:
             self.controller = LocalController([registration], rng)
             self.topics = TopicRegistry(self.controller, self.replica_manager)
             self.topics.restore(log_store)
-            self.controller.subscribe(self._apply_image)
+            self._unsubscribe = self.controller.subscribe(self._apply_image)
             self.controller.publish()
         else:  # one broker of a cluster: it registers with the cluster's controller
             self.controller = controller
             self.topics = TopicRegistry(self.controller, self.replica_manager)
-            self.controller.subscribe(self._apply_image)
+            self._unsubscribe = self.controller.subscribe(self._apply_image)
             self.controller.register_broker(registration)
         self.parked_fetches: dict[int, DelayedFetch] = {}  # by connection: one request in flight each
         self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
@@ -208,12 +208,23 @@ class Broker:
         used afterwards. Pending ``.deleted`` files are left for the next start's recovery,
         which removes them, as Kafka's does. Offline directories get nothing written; one that
         fails now is recorded in :attr:`log_dir_failures` instead of raising."""
+        self._leave_controller()
         if self.housekeeping is not None:
             self.housekeeping.stop()
         try:
             self.log_store.close(offline_dirs=set(self.log_dir_failures.offline))
         except LogDirFailureError as error:
             self.log_dir_failures.add_offline(error)
+
+    def halt(self) -> None:
+        """Stop as a killed process stops: release every file and write nothing -- no flush,
+        no checkpoint, no clean-shutdown marker -- so the next start runs recovery. What the
+        operating system already has (every write the log made) survives, as it does when
+        Kafka's process is killed; losing unflushed writes is a power loss, not a kill."""
+        self._leave_controller()
+        if self.housekeeping is not None:
+            self.housekeeping.stop()
+        self.log_store.close(offline_dirs={str(d) for d in self.log_store.log_dirs})
 
     # --- log-directory failure (Kafka's ReplicaManager.handleLogDirFailure) --------------------
 
@@ -231,6 +242,11 @@ class Broker:
                 f"{log.directory.name} is in the offline log directory {log_dir}", log_dir=str(log_dir))
 
     # --- helpers -------------------------------------------------------------------------------
+
+    def _leave_controller(self) -> None:
+        """Stop following the controller's images (idempotent)."""
+        self._unsubscribe()
+        self._unsubscribe = lambda: None
 
     def _apply_image(self, image: MetadataImage) -> None:
         """Follow the controller: lead, follow or drop partitions as the new image says."""

@@ -30,9 +30,9 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from kafkalab.controller.partition_change import change_partition, validate_alter_partition
+from kafkalab.controller.partition_change import change_partition, fence_broker, validate_alter_partition
 from kafkalab.errors import ErrorCode, KafkaError
-from kafkalab.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
+from kafkalab.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
 
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
 PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
@@ -78,9 +78,11 @@ class LocalController:
         self.image = MetadataImage(brokers={b.broker_id: b for b in brokers})
         self._listeners: list[ImageListener] = []
 
-    def subscribe(self, listener: ImageListener) -> None:
-        """Receive every image published from now on (call :meth:`publish` to send the current)."""
+    def subscribe(self, listener: ImageListener) -> Callable[[], None]:
+        """Receive every image published from now on (call :meth:`publish` to send the current);
+        returns a function that stops it."""
         self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
     def publish(self, image: MetadataImage | None = None) -> None:
         if image is not None:
@@ -89,8 +91,39 @@ class LocalController:
             listener(self.image)
 
     def register_broker(self, broker: BrokerRegistration) -> None:
-        """A broker joins (BrokerRegistration): it may host replicas from the next change on."""
-        self.publish(replace(self.image, brokers={**self.image.brokers, broker.broker_id: broker}))
+        """A broker joins or rejoins (BrokerRegistration), unfenced. A registration of a broker
+        the controller still has unfenced is a new incarnation -- the process restarted, its
+        memory is gone -- so the old one is fenced first: it leaves every ISR and gives up its
+        leaderships, and no leader epoch survives a restart. Partitions that lost every leader
+        may then elect the returning broker again (an ISR member coming back)."""
+        known = self.image.brokers.get(broker.broker_id)
+        if known is not None and not known.fenced:
+            self.fence_broker(broker.broker_id)
+        brokers = {**self.image.brokers, broker.broker_id: broker}
+        image = replace(self.image, brokers=brokers)
+        self.publish(self._reelect(image, lambda r: r in brokers and not brokers[r].fenced))
+
+    def fence_broker(self, broker_id: int, unclean_enabled: Callable[[str], bool] = lambda topic: False) -> None:
+        """Kafka's ``handleBrokerFenced``, after ``broker.session.timeout.ms`` without a
+        heartbeat: the broker leaves every ISR and its partitions elect other leaders."""
+        broker = self.image.brokers.get(broker_id)
+        if broker is None or broker.fenced:
+            return
+        brokers = {**self.image.brokers, broker_id: replace(broker, fenced=True)}
+        partitions = [(t.name, i, p) for t in self.image.topics.values() for i, p in t.partitions.items()]
+        changes = fence_broker(partitions, broker_id, lambda r: r in brokers and not brokers[r].fenced,
+                               unclean_enabled)
+        self.publish(_with_partitions(replace(self.image, brokers=brokers), changes))
+
+    def _reelect(self, image: MetadataImage, acceptable: Callable[[int], bool]) -> MetadataImage:
+        changes = []
+        for topic in image.topics.values():
+            for index, registration in topic.partitions.items():
+                if registration.leader == NO_LEADER:
+                    changed = change_partition(registration, registration.isr, acceptable)
+                    if changed is not None:
+                        changes.append((topic.name, index, changed))
+        return _with_partitions(image, changes)
 
     # --- topics --------------------------------------------------------------------------------
 
@@ -178,6 +211,15 @@ class LocalController:
         updated = replace(topic_image, partitions={**topic_image.partitions, partition: changed})
         self.publish(replace(self.image, topics={**self.image.topics, topic: updated}))
         return ErrorCode.NONE, changed
+
+
+def _with_partitions(
+    image: MetadataImage, changes: Sequence[tuple[str, int, PartitionRegistration]],
+) -> MetadataImage:
+    topics = dict(image.topics)
+    for name, index, registration in changes:
+        topics[name] = replace(topics[name], partitions={**topics[name].partitions, index: registration})
+    return replace(image, topics=topics)
 
 
 __all__ = [

@@ -58,6 +58,7 @@ CONNECTION_BASE = 1_000  # a broker sees node n's requests on connection 1000 + 
 STEPS_MAX = 10_000_000  # a bug guard for run_for: no simulated interval needs more steps
 PRODUCE_VERSION = 7
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
+BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
 
 
 @dataclass(slots=True)
@@ -69,6 +70,7 @@ class _Pending:
     on_response: Callable[[Any], None]
     deadline_ms: int
     on_timeout: Callable[[], None]
+    src: int | str
 
 
 @dataclass(slots=True)
@@ -76,6 +78,7 @@ class SimNode:
     node_id: int
     broker: Broker
     fetching_from: set[int] = field(default_factory=set)  # leaders with a fetch in flight
+    alive: bool = True
 
 
 class SimCluster:
@@ -84,18 +87,46 @@ class SimCluster:
     def __init__(self, data_dir: Path, *, nodes: int = 3, seed: int = 0, faults: LinkFaults | None = None,
                  properties: dict[str, str] | None = None) -> None:
         self.seed = seed
-        rng = random.Random(seed)
+        self.data_dir = Path(data_dir)
+        self.properties = properties or {}
+        rng = self._rng = random.Random(seed)
         self.clock = ManualClock(now_ms=START_MS)
         self.network = Network(random.Random(rng.getrandbits(64)), faults or LinkFaults())
         self.controller = LocalController([], random.Random(rng.getrandbits(64)))
         self.nodes: dict[int, SimNode] = {}
-        for node_id in range(1, nodes + 1):
-            settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
-            broker = open_broker(Path(data_dir) / f"node-{node_id}", properties or {}, settings, self.clock,
-                                 random.Random(rng.getrandbits(64)), self.controller)
-            self.nodes[node_id] = SimNode(node_id, broker)
+        self._fence_at: dict[int, int] = {}  # crashed brokers the controller will fence, and when
         self._correlation_ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
+        for node_id in range(1, nodes + 1):
+            self.nodes[node_id] = SimNode(node_id, self._open(node_id))
+
+    def _open(self, node_id: int) -> Broker:
+        settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
+        return open_broker(self.data_dir / f"node-{node_id}", self.properties, settings, self.clock,
+                           random.Random(self._rng.getrandbits(64)), self.controller)
+
+    # --- faults --------------------------------------------------------------------------------
+
+    def crash(self, node_id: int) -> None:
+        """Kill a broker: its memory and everything in flight to or from it are lost; its files
+        stay as written. The controller fences it after ``broker.session.timeout.ms``."""
+        node = self.nodes[node_id]
+        assert node.alive, f"broker {node_id} is already down"
+        node.alive = False
+        node.broker.halt()
+        node.fetching_from.clear()
+        self.network.drop_node(node_id)
+        for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
+            del self._pending[correlation_id]
+        self._fence_at[node_id] = self.clock.milliseconds() + BROKER_SESSION_TIMEOUT_MS
+
+    def restart(self, node_id: int) -> None:
+        """Start a crashed broker again on its directory: recovery runs, it registers anew."""
+        node = self.nodes[node_id]
+        assert not node.alive, f"broker {node_id} is running"
+        self._fence_at.pop(node_id, None)
+        node.broker = self._open(node_id)
+        node.alive = True
 
     # --- what a test or a notebook does --------------------------------------------------------
 
@@ -144,7 +175,8 @@ class SimCluster:
     # --- the loop's parts ------------------------------------------------------------------------
 
     def _next_event_ms(self) -> int | None:
-        times = [t for t in (node.broker.next_deadline_ms() for node in self.nodes.values()) if t is not None]
+        times = [t for t in (n.broker.next_deadline_ms() for n in self._alive()) if t is not None]
+        times.extend(self._fence_at.values())
         delivery = self.network.next_delivery_ms()
         if delivery is not None:
             times.append(delivery)
@@ -158,8 +190,15 @@ class SimCluster:
         for correlation_id in [c for c, p in self._pending.items() if p.deadline_ms <= now_ms]:
             self._pending.pop(correlation_id).on_timeout()
 
+    def _alive(self) -> list[SimNode]:
+        return [node for node in self.nodes.values() if node.alive]
+
     def _advance_timers(self) -> None:
-        for node in self.nodes.values():
+        now_ms = self.clock.milliseconds()
+        for node_id in [n for n, at in self._fence_at.items() if at <= now_ms]:
+            del self._fence_at[node_id]
+            self.controller.fence_broker(node_id)
+        for node in self._alive():
             node.broker.advance_clock(node.broker.timer.now_ms())
             self._ship_responses(node)
 
@@ -168,6 +207,8 @@ class SimCluster:
             kind, correlation_id, frame = delivery.message
             if kind == "request":
                 node = self.nodes[int(str(delivery.dst))]
+                if not node.alive:
+                    continue
                 connection = CONNECTION_BASE + (0 if delivery.src == CLIENT else int(str(delivery.src)))
                 node.broker.handle(connection, frame, self.clock.milliseconds())
                 self._ship_responses(node)
@@ -193,12 +234,12 @@ class SimCluster:
         correlation_id = next(self._correlation_ids)
         frame = encode_request(api_key, version, correlation_id, f"sim-{src}", body)[4:]
         deadline_ms = self.clock.milliseconds() + timeout_ms
-        self._pending[correlation_id] = _Pending(api_key, version, on_response, deadline_ms, on_timeout)
+        self._pending[correlation_id] = _Pending(api_key, version, on_response, deadline_ms, on_timeout, src)
         self.network.send(src, dst, ("request", correlation_id, frame), self.clock.milliseconds())
 
     def _send_fetches(self) -> None:
         """Kafka runs one fetcher per leader; each sends its next Fetch once the last is answered."""
-        for node in self.nodes.values():
+        for node in self._alive():
             manager = node.broker.replica_manager
             for leader_id, fetches in manager.fetch_requests().items():
                 if leader_id in node.fetching_from or leader_id not in self.nodes:
@@ -216,7 +257,7 @@ class SimCluster:
         return on_response
 
     def _forward_isr_proposals(self) -> None:
-        for node in self.nodes.values():
+        for node in self._alive():
             for proposal in node.broker.replica_manager.take_alter_partition_proposals():
                 self._alter_partition(node, proposal)
 
@@ -235,7 +276,7 @@ class SimCluster:
             hosted.partition.on_alter_partition_failed(proposal, error)
 
     def close(self) -> None:
-        for node in self.nodes.values():
+        for node in self._alive():
             node.broker.shutdown()
 
 

@@ -104,3 +104,26 @@ def test_same_seed_same_run(tmp_path: Path) -> None:
         finally:
             sim.close()
     assert run(tmp_path / "one") == run(tmp_path / "two")
+
+
+def test_leader_crash_fails_over_and_the_old_leader_rejoins_as_follower(cluster: SimCluster) -> None:
+    cluster.create_topic("orders", 1, 3)
+    old_leader = cluster.leader("orders", 0)
+    assert cluster.produce("orders", 0, batch([b"a", b"b"])).error_code == 0
+    cluster.crash(old_leader)
+    cluster.run_for(10_000)  # past broker.session.timeout.ms: fenced, a follower elected
+    new_leader = cluster.leader("orders", 0)
+    registration = cluster.controller.image.partition("orders", 0)
+    assert registration is not None
+    assert new_leader not in (old_leader, -1) and registration.leader_epoch == 1
+    assert old_leader not in registration.isr
+    assert cluster.produce("orders", 0, batch([b"c"])).error_code == 0
+    cluster.restart(old_leader)
+
+    def rejoined() -> bool:
+        current = cluster.controller.image.partition("orders", 0)
+        return current is not None and old_leader in current.isr
+    assert cluster.run_until(rejoined, 60_000)
+    assert _log_bytes(cluster, old_leader) == _log_bytes(cluster, new_leader)
+    values = [value for _, _, value, _ in decode_records(_log_bytes(cluster, old_leader))]
+    assert values == [b"a", b"b", b"c"]

@@ -1,0 +1,71 @@
+"""The replication fault campaign: 200 seeds here (``make campaign`` runs 1,000), and proof that
+its checker can fail."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kafkalab.sim import campaign
+from kafkalab.sim.cluster import SimCluster
+from kafkalab.sim.invariants import InvariantViolation, ReplicationChecker
+from tests.broker._harness import batch
+
+CI_SEEDS = 200
+
+
+@pytest.mark.parametrize("chunk", range(8))
+def test_every_invariant_holds_over_200_seeds(chunk: int) -> None:
+    per_chunk = CI_SEEDS // 8
+    acked = 0
+    for seed in range(chunk * per_chunk, (chunk + 1) * per_chunk):
+        with tempfile.TemporaryDirectory(prefix=f"kafkalab-campaign-{seed}-", dir=campaign.scratch_root()) as tmp:
+            result = campaign.run(seed, Path(tmp))  # raises InvariantViolation with a replay line
+        acked += result.acked
+        assert result.checks == campaign.STEPS_DEFAULT + 1
+    assert acked > per_chunk  # the runs really produced and acknowledged data
+
+
+def test_the_checker_reports_a_lost_acknowledged_record(tmp_path: Path) -> None:
+    cluster = SimCluster(tmp_path, nodes=3, seed=1)
+    try:
+        cluster.create_topic("orders", 1, 3)
+        checker = ReplicationChecker(cluster)
+        answer = cluster.produce("orders", 0, batch([b"a", b"b"]))
+        checker.record_ack("orders", 0, answer.base_offset, (b"a", b"b"))
+        checker.check()
+        leader_log = cluster.nodes[cluster.leader("orders", 0)].broker.topics.log("orders", 0)
+        leader_log.truncate_to(0)  # what an unsafe election would do
+        with pytest.raises(InvariantViolation, match=r"HW of orders-0 fell to 0 .*seed 1,"):
+            checker.check()
+        fresh = ReplicationChecker(cluster, acked=list(checker.acked))  # no HW history to trip first
+        with pytest.raises(InvariantViolation, match=r"acknowledged offset 0 of orders-0 is missing"):
+            fresh.check()
+    finally:
+        cluster.close()
+
+
+def test_the_checker_reports_replicas_that_disagree_below_the_hw(tmp_path: Path) -> None:
+    cluster = SimCluster(tmp_path, nodes=3, seed=2)
+    try:
+        cluster.create_topic("orders", 1, 3)
+        cluster.produce("orders", 0, batch([b"a"]))
+        cluster.run_for(1_000)
+        checker = ReplicationChecker(cluster)
+        checker.check()
+        leader = cluster.leader("orders", 0)
+        leader_log = cluster.nodes[leader].broker.topics.log("orders", 0)
+        leader_log.truncate_to(0)
+        leader_log.append_as_leader(batch([b"z"]), 0)  # a different record at offset 0
+        leader_log.update_high_watermark(1)
+        with pytest.raises(InvariantViolation, match="below its HW"):
+            checker.check()
+    finally:
+        cluster.close()
+
+
+def test_replay_command_runs_one_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert campaign.main(["--seed", "3", "--steps", "10"]) == 0
+    assert "1 seeds, 10 steps each" in capsys.readouterr().out
