@@ -206,10 +206,17 @@ class RaftNode:
         if self.kind is K.LEADER:
             self._release_parked(out, election)
         changed = election != self.election
+        # A waiting node keeps its running election timer when a higher epoch arrives (Kafka's
+        # transitionToUnattached): else a candidate that cannot win, asking again and again,
+        # would keep resetting everyone's timer and no one else would ever stand.
+        keep_deadline_ms = (self.timers.election_deadline_ms if target is K.UNATTACHED
+                            and self.kind in (K.UNATTACHED, K.VOTED, K.CANDIDATE) else None)
         self.kind, self.election = target, election
         if changed:
             self._persist()
         self._enter(out)
+        if keep_deadline_ms is not None:
+            self.timers.election_deadline_ms = keep_deadline_ms
 
     def _enter(self, out: Output) -> None:
         self.timers = _Timers()
