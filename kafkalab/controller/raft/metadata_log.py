@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kafkalab.clock import Clock
+from kafkalab.errors import InvalidRecordError
 from kafkalab.records.control import ControlRecordType, control_key
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
@@ -117,6 +118,12 @@ class StorageRaftLog:
         return self.log.log_end_offset
 
     def append_as_follower(self, batches: bytes) -> int:
+        """Append the leader's batches; they must start exactly at our log end offset."""
+        if len(batches) < 8 or int.from_bytes(batches[:8], "big") != self.log.log_end_offset:
+            raise InvalidRecordError(
+                f"{self.directory.name}: fetched batches must start at the log end offset "
+                f"{self.log.log_end_offset}, got {len(batches)} bytes starting at "
+                f"{int.from_bytes(batches[:8], 'big') if len(batches) >= 8 else None}")
         self.log.append_as_follower(batches)
         self.log.flush()
         return self.log.log_end_offset

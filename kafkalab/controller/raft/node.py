@@ -152,8 +152,10 @@ class RaftNode:
     def handle(self, src: int, correlation_id: int, message: RaftMessage, now_ms: int) -> Output:
         """Process one request or response from voter ``src``."""
         self._advance(now_ms)
+        handler = self._HANDLERS.get(type(message))
+        assert handler is not None, f"{type(message).__name__} is not a KRaft message"
         out = self._take_startup()
-        self._HANDLERS[type(message)](self, src, correlation_id, message, out)
+        handler(self, src, correlation_id, message, out)
         return out
 
     def append(self, values: Sequence[bytes], now_ms: int) -> tuple[int, Output]:
