@@ -52,6 +52,9 @@ class Checker:
     leaders: dict[int, int] = field(default_factory=dict)  # epoch -> leader id
     leader_hw: dict[tuple[int, int], int] = field(default_factory=dict)
     verified: dict[int, int] = field(default_factory=dict)  # node -> offset verified on its disk
+    # (epoch, committed offset): the committed prefix as it stood when a node of that epoch (or
+    # of a later one, for a follower that moved on) saw it
+    commit_points: list[tuple[int, int]] = field(default_factory=list)
 
     def check(self, nodes: dict[int, RaftNode | None]) -> None:
         for node_id, node in nodes.items():
@@ -73,10 +76,13 @@ class Checker:
         hw = node.log.high_watermark
         assert hw >= self.leader_hw.get(key, 0), f"leader {node_id} HW went back in epoch {node.epoch}"
         self.leader_hw[key] = hw
-        self._verify(node_id, node, min(self.committed_offset, node.log.log_end_offset))
-        assert node.log.log_end_offset >= self.committed_offset, (
+        # Leader completeness: what was committed in an earlier epoch is in this leader's log.
+        # (A deposed leader that has not heard of later epochs yet lacks their commits.)
+        required = max((offset for epoch, offset in self.commit_points if epoch < node.epoch), default=0)
+        assert node.log.log_end_offset >= required, (
             f"leader {node_id} of epoch {node.epoch} lacks committed offsets "
-            f"{node.log.log_end_offset}..{self.committed_offset}")
+            f"{node.log.log_end_offset}..{required}")
+        self._verify(node_id, node, required)
 
     def _extend(self, node: RaftNode) -> None:
         hw = node.log.high_watermark
@@ -95,12 +101,14 @@ class Checker:
             self.positions[offset] = len(self.committed)
         assert offset == hw, f"high watermark {hw} is not at a batch boundary"
         self.committed_offset = hw
+        self.commit_points.append((node.epoch, hw))
 
     def _verify(self, node_id: int, node: RaftNode, upto: int) -> None:
         start = self.verified.get(node_id, 0)
         upto = min(upto, self.committed_offset)
         if upto <= start:
             return
+        assert upto in self.positions, f"node {node_id}'s offset {upto} is not a committed batch boundary"
         begin, end = self.positions[start], self.positions[upto]
         data = node.log.read(start, end - begin)
         assert bytes(data[:end - begin]) == bytes(self.committed[begin:end]), (
