@@ -167,7 +167,7 @@ class RaftNode:
                                  f"not the leader; leader is {self.leader_id}")
         if not 0 < len(values) <= APPEND_VALUES_MAX:
             raise ValueError(f"an append holds 1..{APPEND_VALUES_MAX} records, got {len(values)}")
-        out = Output()
+        out = self._take_startup()
         base_offset = self.log.log_end_offset
         self._leader_append(metadata_log.data_batch(values, now_ms), out)
         return base_offset, out
