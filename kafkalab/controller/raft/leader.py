@@ -21,6 +21,11 @@ Check-quorum: a leader that has not heard fetches from a majority (itself includ
 1.5 x ``controller.quorum.fetch.timeout.ms`` resigns, so a leader cut off from its quorum stops
 acting as one (Kafka's ``LeaderState`` check-quorum timer).
 
+For DescribeQuorum (``kafka-metadata-quorum.sh describe --replication``) the leader also keeps
+each voter's last fetch time and last caught-up time, with the rule partitions use: a fetch at or
+beyond the leader's log end offset is caught up now; a fetch at or beyond the leader's log end
+offset at the *previous* fetch was caught up as of that previous fetch.
+
 Not thread-safe; owned by one Raft node for one epoch.
 """
 
@@ -32,6 +37,23 @@ from dataclasses import dataclass
 from kafkalab.controller.raft.messages import FetchRequest
 
 CHECK_QUORUM_TIMEOUT_FACTOR = 1.5  # LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDescription:
+    """One voter as DescribeQuorum's ReplicaState reports it; -1 means never."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(slots=True)
+class _FetchTimes:
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+    leader_end_at_last_fetch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +90,7 @@ class LeaderState:
         self._check_quorum_ms = int(fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
         self.check_quorum_deadline_ms = now_ms + self._check_quorum_ms
         self._fetched_since_check: set[int] = {local_id}
+        self._fetch_times: dict[int, _FetchTimes] = {v: _FetchTimes() for v in self.voters}
 
     def update_end_offset(self, voter: int, end_offset: int) -> bool:
         """Record ``voter``'s matching end offset; returns whether the high watermark moved."""
@@ -97,6 +120,28 @@ class LeaderState:
             self.check_quorum_deadline_ms = now_ms + self._check_quorum_ms
             self._fetched_since_check = {self.local_id}
 
+    def record_fetch_times(self, voter: int, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
+        """Kafka's ``ReplicaState.updateFollowerState`` timestamps."""
+        times = self._fetch_times.get(voter)
+        if times is None:
+            return
+        if fetch_offset >= leader_end_offset:
+            times.last_caught_up_ms = now_ms
+        elif fetch_offset >= times.leader_end_at_last_fetch >= 0:
+            times.last_caught_up_ms = times.last_fetch_ms
+        times.last_fetch_ms = now_ms
+        times.leader_end_at_last_fetch = leader_end_offset
+
+    def describe(self, now_ms: int) -> tuple[ReplicaDescription, ...]:
+        """The voters' replication state, the leader reporting itself as fetched now."""
+        out = []
+        for voter in self.voters:
+            times = self._fetch_times[voter]
+            fetched = now_ms if voter == self.local_id else times.last_fetch_ms
+            caught_up = now_ms if voter == self.local_id else times.last_caught_up_ms
+            out.append(ReplicaDescription(voter, self.end_offsets[voter], fetched, caught_up))
+        return tuple(out)
+
     def unacknowledged(self) -> list[int]:
         return [v for v in self.voters if v not in self.acknowledged]
 
@@ -117,4 +162,4 @@ class LeaderState:
         return expired
 
 
-__all__ = ["CHECK_QUORUM_TIMEOUT_FACTOR", "LeaderState", "ParkedFetch", "majority"]
+__all__ = ["CHECK_QUORUM_TIMEOUT_FACTOR", "LeaderState", "ParkedFetch", "ReplicaDescription", "majority"]

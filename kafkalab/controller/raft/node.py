@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalab.controller.raft import metadata_log
-from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, majority
+from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, ReplicaDescription, majority
 from kafkalab.controller.raft.messages import (
     NO_ERROR, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
     EndQuorumEpochResponse, FetchRequest, FetchResponse, RaftMessage, Send, VoteRequest, VoteResponse,
@@ -85,6 +85,16 @@ class Output:
 
     sends: list[Send] = field(default_factory=list)
     high_watermark: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumDescription:
+    """DescribeQuorumResponse's partition fields: leader, epoch, high watermark, voters."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    current_voters: tuple[ReplicaDescription, ...]
 
 
 @dataclass(slots=True)
@@ -141,6 +151,14 @@ class RaftNode:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    def describe_quorum(self, now_ms: int) -> QuorumDescription:
+        """What the leader answers DescribeQuorum with (other nodes answer NOT_LEADER)."""
+        if self.kind is not K.LEADER or self.leader is None:
+            raise NotLeaderError(f"node {self.local_id} is not the leader of epoch {self.epoch}")
+        hw = self.leader.high_watermark
+        return QuorumDescription(self.local_id, self.epoch, -1 if hw is None else hw,
+                                 self.leader.describe(now_ms))
 
     def tick(self, now_ms: int) -> Output:
         """Fire whatever timer has expired by ``now_ms``."""
@@ -463,6 +481,7 @@ class RaftNode:
             out.sends.append(Send(src, correlation_id, response))
             return
         leader.parked.pop(src, None)  # superseded by this fetch
+        leader.record_fetch_times(src, request.fetch_offset, log.log_end_offset, self.now_ms)
         moved = leader.update_end_offset(src, request.fetch_offset)
         if moved:
             self._on_high_watermark(out)
@@ -560,4 +579,4 @@ class RaftNode:
     }
 
 
-__all__ = ["FETCH_MAX_WAIT_MS", "NotLeaderError", "Output", "RaftConfig", "RaftNode"]
+__all__ = ["FETCH_MAX_WAIT_MS", "NotLeaderError", "Output", "QuorumDescription", "RaftConfig", "RaftNode"]

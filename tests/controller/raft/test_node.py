@@ -238,3 +238,21 @@ def test_leader_restarts_resigned(tmp_path):
     old.log.close()
     reborn = cluster.boot(old.local_id)
     assert reborn.kind is K.RESIGNED and reborn.epoch == old.epoch
+
+
+def test_describe_quorum_reports_each_voter(tmp_path):
+    cluster = Cluster(tmp_path)
+    cluster.advance(2_100)
+    leader = cluster.leader()
+    cluster.append(b"a")
+    cluster.advance(1_000)
+    described = leader.describe_quorum(cluster.now)
+    assert (described.leader_id, described.leader_epoch) == (leader.local_id, leader.epoch)
+    assert described.high_watermark == leader.high_watermark == leader.log.log_end_offset
+    assert [r.replica_id for r in described.current_voters] == [1, 2, 3]
+    for replica in described.current_voters:
+        assert replica.log_end_offset == leader.log.log_end_offset
+        assert 0 < replica.last_caught_up_timestamp <= replica.last_fetch_timestamp <= cluster.now
+    follower = next(n for n in cluster.nodes.values() if n is not leader)
+    with pytest.raises(NotLeaderError):
+        follower.describe_quorum(cluster.now)
