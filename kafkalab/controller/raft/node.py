@@ -51,6 +51,7 @@ from kafkalab.replication.truncation import (
 
 K, E = QuorumStateKind, QuorumEvent
 RETRY_BACKOFF_BASE_MS = 100  # KafkaRaftClient's base for exponential election backoff
+BACKOFF_DOUBLINGS_MAX = 10  # beyond this the window dwarfs election.backoff.max.ms anyway
 FETCH_MAX_WAIT_MS = 500  # KafkaRaftClient.FETCH_MAX_WAIT_MS: how long a leader parks an empty fetch
 FETCH_MAX_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES
 APPEND_VALUES_MAX = 10_000  # records per leader append; a bound, far above a metadata batch
@@ -133,6 +134,7 @@ class RaftNode:
         self.rejected: set[int] = set()
         self.leader: LeaderState | None = None
         self._correlation = 0
+        self.candidacies = 0  # consecutive elections this node stood in without a leader emerging
         self._startup = Output()  # what entering the restored state sends; leaves on the first call
         self._enter(self._startup)
         if stored is None:
@@ -252,6 +254,7 @@ class RaftNode:
 
     def _enter_candidate(self, out: Output) -> None:
         assert self.election.voted_id == self.local_id
+        self.candidacies += 1
         self.granted = {self.local_id}
         self.timers.election_deadline_ms = self.now_ms + self._random_election_timeout_ms()
         request = VoteRequest(self.cluster_id, self.epoch, self.local_id,
@@ -262,10 +265,12 @@ class RaftNode:
         self._maybe_win(out)
 
     def _enter_follower(self, out: Output) -> None:
+        self.candidacies = 0
         self.timers.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
         self._send_fetch(out)
 
     def _enter_leader(self, out: Output) -> None:
+        self.candidacies = 0
         log = self.log
         log.initialize_leader_epoch(self.epoch)
         self.leader = LeaderState(self.local_id, self.epoch, self.voters, log.log_end_offset,
@@ -388,8 +393,9 @@ class RaftNode:
         if self._maybe_win(out):
             return
         if len(self.rejected) >= majority(len(self.voters)) and self.timers.backoff_until_ms is None:
-            retries = max(1, self.epoch)
-            backoff = RETRY_BACKOFF_BASE_MS * self.rng.randrange(1, 2 << min(retries - 1, 10))
+            # Kafka's binaryExponentialElectionBackoffMs: the window doubles with each failed try.
+            window = 2 << min(self.candidacies - 1, BACKOFF_DOUBLINGS_MAX)
+            backoff = RETRY_BACKOFF_BASE_MS * self.rng.randrange(window)
             self.timers.backoff_until_ms = self.now_ms + min(backoff, self.config.election_backoff_max_ms)
 
     def _maybe_win(self, out: Output) -> bool:
