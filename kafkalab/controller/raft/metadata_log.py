@@ -1,0 +1,187 @@
+"""The replicated log under a Raft node: ``__cluster_metadata-0``, a real Kafka log directory.
+
+Theory of operation
+-------------------
+Raft needs few things from its log (Kafka's ``ReplicatedLog`` interface): the end offset and the
+epoch of the last batch, appends as leader (offsets and the leader epoch stamped here) and as
+follower (offsets already assigned), reads from an offset, truncation after divergence, the
+leader-epoch cache that answers "where did epoch E end?", and a high watermark. The
+:class:`RaftLog` protocol names exactly those; :class:`StorageRaftLog` provides them over
+kafkalab's :class:`~kafkalab.storage.log.Log`, so the metadata log on disk is the same segments,
+indexes and ``leader-epoch-checkpoint`` a Kafka controller writes::
+
+    metadata/__cluster_metadata-0/
+      00000000000000000000.log  .index  .timeindex
+      leader-epoch-checkpoint   quorum-state
+
+Unlike a single-broker partition, the high watermark does not follow the log end offset: the
+Raft node moves it (commit rule in :mod:`kafkalab.controller.raft.leader`). Every append is
+flushed before the node reports its new end offset, as ``KafkaRaftClient`` flushes before a
+leader counts its own offset or a follower fetches again: a record a majority acknowledged is
+on a majority's disks.
+
+Worked example: a new leader of epoch 3 with LEO 5 writes its LEADER_CHANGE batch at offset 5;
+the epoch cache gains ``(3, 5)``; ``end_offset_for(2)`` now answers ``(2, 5)``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from kafkalab.clock import Clock
+from kafkalab.errors import InvalidRecordError
+from kafkalab.records.control import ControlRecordType, control_key
+from kafkalab.records.model import Record
+from kafkalab.records.v2 import build_v2_batch
+from kafkalab.storage.leader_epoch import LeaderEpochCache
+from kafkalab.storage.log import Log
+from kafkalab.storage.log_config import LogConfig
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_PARTITION = 0
+METADATA_DIR_NAME = f"{METADATA_TOPIC}-{METADATA_PARTITION}"
+LEADER_CHANGE_VERSION = 0  # LeaderChangeMessage v0 (static voters)
+
+
+class RaftLog(Protocol):
+    """What a Raft node needs from its log (Kafka's ``ReplicatedLog``)."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def last_fetched_epoch(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def epoch_cache(self) -> LeaderEpochCache: ...
+    def append_as_leader(self, batch: bytes, epoch: int) -> int: ...
+    def append_as_follower(self, batches: bytes) -> int: ...
+    def read(self, offset: int, max_bytes: int) -> bytes: ...
+    def truncate_to(self, offset: int) -> None: ...
+    def initialize_leader_epoch(self, epoch: int) -> None: ...
+    def update_high_watermark(self, offset: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class StorageRaftLog:
+    """:class:`RaftLog` over kafkalab's storage ``Log``. Not thread-safe; owned by one Raft node."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        log.auto_advance_high_watermark = False
+
+    @classmethod
+    def open(cls, metadata_dir: Path, clock: Clock, config: LogConfig | None = None) -> StorageRaftLog:
+        """Open (creating or recovering) ``<metadata_dir>/__cluster_metadata-0``. The high
+        watermark is not persisted by Raft: a restarted node learns it again (from 0)."""
+        directory = Path(metadata_dir) / METADATA_DIR_NAME
+        directory.mkdir(parents=True, exist_ok=True)
+        log = Log.open(directory, config or LogConfig(), clock, rng=random.Random(0))
+        log.update_high_watermark(0)
+        return cls(log)
+
+    @property
+    def directory(self) -> Path:
+        return self.log.directory
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        """The epoch of the last batch (0 for an empty log), as Raft's ``endOffset`` pairs it."""
+        latest = self.log.leader_epoch_cache.latest_epoch
+        return 0 if latest is None else latest
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def epoch_cache(self) -> LeaderEpochCache:
+        return self.log.leader_epoch_cache
+
+    def append_as_leader(self, batch: bytes, epoch: int) -> int:
+        """Append one batch in ``epoch``; returns the new log end offset (after a flush)."""
+        self.log.append_as_leader(batch, epoch)
+        self.log.flush()
+        return self.log.log_end_offset
+
+    def append_as_follower(self, batches: bytes) -> int:
+        """Append the leader's batches; they must start exactly at our log end offset."""
+        if len(batches) < 8 or int.from_bytes(batches[:8], "big") != self.log.log_end_offset:
+            raise InvalidRecordError(
+                f"{self.directory.name}: fetched batches must start at the log end offset "
+                f"{self.log.log_end_offset}, got {len(batches)} bytes starting at "
+                f"{int.from_bytes(batches[:8], 'big') if len(batches) >= 8 else None}")
+        self.log.append_as_follower(batches)
+        self.log.flush()
+        return self.log.log_end_offset
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        if offset >= self.log.log_end_offset:
+            return b""
+        return self.log.read(offset, max_bytes).read_bytes()
+
+    def truncate_to(self, offset: int) -> None:
+        assert offset >= self.log.high_watermark, (
+            f"truncating {self.directory.name} to {offset}, below its high watermark "
+            f"{self.log.high_watermark}, would lose committed records")
+        self.log.truncate_to(offset)
+        self.log.leader_epoch_cache.maybe_write()
+
+    def initialize_leader_epoch(self, epoch: int) -> None:
+        self.log.assign_epoch_start_offset(epoch, self.log.log_end_offset)
+
+    def update_high_watermark(self, offset: int) -> None:
+        self.log.update_high_watermark(offset)
+
+    def close(self) -> None:
+        self.log.close()
+
+
+def data_batch(values: Sequence[bytes], now_ms: int) -> bytes:
+    """One v2 batch of keyless records (offsets are assigned when the leader appends it)."""
+    return build_v2_batch([Record(i, now_ms, None, value) for i, value in enumerate(values)])
+
+
+def leader_change_value(leader_id: int, voters: Sequence[int], granting_voters: Sequence[int]) -> bytes:
+    """LeaderChangeMessage v0, flexible encoding (clients/.../LeaderChangeMessage.json)::
+
+        Version int16 | LeaderId int32 | Voters compact[] {VoterId int32, tags} |
+        GrantingVoters compact[] {VoterId int32, tags} | tags"""
+    out = bytearray(LEADER_CHANGE_VERSION.to_bytes(2, "big", signed=True))
+    out += leader_id.to_bytes(4, "big", signed=True)
+    for group in (voters, granting_voters):
+        assert len(group) < 127, "a one-byte compact length covers any realistic voter set"
+        out.append(len(group) + 1)
+        for voter in group:
+            out += voter.to_bytes(4, "big", signed=True) + b"\x00"
+    out.append(0)
+    return bytes(out)
+
+
+def leader_change_batch(
+    leader_id: int, voters: Sequence[int], granting_voters: Sequence[int], now_ms: int,
+) -> bytes:
+    """The control batch a new leader writes first in its epoch (Kafka's
+    ``MemoryRecords.withLeaderChangeMessage``)."""
+    record = Record(0, now_ms, control_key(ControlRecordType.LEADER_CHANGE),
+                    leader_change_value(leader_id, voters, granting_voters))
+    return build_v2_batch([record], is_control=True)
+
+
+__all__ = [
+    "METADATA_DIR_NAME", "METADATA_PARTITION", "METADATA_TOPIC", "RaftLog", "StorageRaftLog",
+    "data_batch", "leader_change_batch", "leader_change_value",
+]
