@@ -140,15 +140,22 @@ class SimCluster:
 
     def produce(self, topic: str, partition: int, batch: bytes, *, acks: int = -1,
                 timeout_ms: int = 30_000, wait_ms: int = 60_000) -> Any:
-        """Send one batch to the partition's leader as a client would; run until answered."""
+        """Send one batch to the partition's leader as a client would; run until answered
+        (None if no answer came within ``wait_ms``)."""
         answers: list[Any] = []
+        self.send_produce(topic, partition, batch, acks=acks, timeout_ms=timeout_ms, on_answer=answers.append)
+        self.run_until(lambda: bool(answers), wait_ms)
+        return answers[0] if answers else None
+
+    def send_produce(self, topic: str, partition: int, batch: bytes, *, acks: int = -1,
+                     timeout_ms: int = 30_000, on_answer: Callable[[Any], None] = lambda answer: None) -> None:
+        """Send one batch to the partition's leader and return at once; ``on_answer`` gets the
+        partition's answer when it arrives."""
         body = {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
             {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
         self._send(CLIENT, self.leader(topic, partition), ApiKey.PRODUCE, PRODUCE_VERSION, body,
-                   lambda response: answers.append(response.responses[0].partition_responses[0]),
+                   lambda response: on_answer(response.responses[0].partition_responses[0]),
                    timeout_ms=timeout_ms + REQUEST_TIMEOUT_MS)
-        self.run_until(lambda: bool(answers), wait_ms)
-        return answers[0] if answers else None
 
     def run_for(self, duration_ms: int) -> None:
         self.run_until(lambda: False, duration_ms)
