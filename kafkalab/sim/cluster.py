@@ -97,6 +97,7 @@ class SimCluster:
         self._fence_at: dict[int, int] = {}  # crashed brokers the controller will fence, and when
         self._correlation_ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
+        self._watchers: list[Callable[[str, int, Any], None]] = []
         for node_id in range(1, nodes + 1):
             self.nodes[node_id] = SimNode(node_id, self._open(node_id))
 
@@ -104,6 +105,17 @@ class SimCluster:
         settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
         return open_broker(self.data_dir / f"node-{node_id}", self.properties, settings, self.clock,
                            random.Random(self._rng.getrandbits(64)), self.controller)
+
+    def watch(self, watcher: Callable[[str, int, Any], None]) -> None:
+        """Call ``watcher(kind, node_id, detail)`` on every ``"crash"`` (detail None),
+        ``"restart"`` (detail: the new broker, so its replica manager can be subscribed to) and
+        ``"produce-answer"`` (detail: ``(topic, partition, response)``, the decoded partition
+        response; node_id the leader it was sent to)."""
+        self._watchers.append(watcher)
+
+    def _notify(self, kind: str, node_id: int, detail: Any) -> None:
+        for watcher in self._watchers:
+            watcher(kind, node_id, detail)
 
     # --- faults --------------------------------------------------------------------------------
 
@@ -119,6 +131,7 @@ class SimCluster:
         for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
             del self._pending[correlation_id]
         self._fence_at[node_id] = self.clock.milliseconds() + BROKER_SESSION_TIMEOUT_MS
+        self._notify("crash", node_id, None)
 
     def restart(self, node_id: int) -> None:
         """Start a crashed broker again on its directory: recovery runs, it registers anew."""
@@ -127,6 +140,7 @@ class SimCluster:
         self._fence_at.pop(node_id, None)
         node.broker = self._open(node_id)
         node.alive = True
+        self._notify("restart", node_id, node.broker)
 
     # --- what a test or a notebook does --------------------------------------------------------
 
@@ -142,13 +156,24 @@ class SimCluster:
                 timeout_ms: int = 30_000, wait_ms: int = 60_000) -> Any:
         """Send one batch to the partition's leader as a client would; run until answered."""
         answers: list[Any] = []
-        body = {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
-            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
-        self._send(CLIENT, self.leader(topic, partition), ApiKey.PRODUCE, PRODUCE_VERSION, body,
-                   lambda response: answers.append(response.responses[0].partition_responses[0]),
-                   timeout_ms=timeout_ms + REQUEST_TIMEOUT_MS)
+        self.send_produce(topic, partition, batch, answers.append, acks=acks, timeout_ms=timeout_ms)
         self.run_until(lambda: bool(answers), wait_ms)
         return answers[0] if answers else None
+
+    def send_produce(self, topic: str, partition: int, batch: bytes, on_answer: Callable[[Any], None],
+                     *, acks: int = -1, timeout_ms: int = 30_000) -> None:
+        """Send one batch to the partition's leader without waiting: ``on_answer`` gets the
+        partition response once it arrives, as the simulation runs on."""
+        leader = self.leader(topic, partition)
+        body = {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
+
+        def answered(response: Any) -> None:
+            answer = response.responses[0].partition_responses[0]
+            self._notify("produce-answer", leader, (topic, partition, answer))
+            on_answer(answer)
+        self._send(CLIENT, leader, ApiKey.PRODUCE, PRODUCE_VERSION, body, answered,
+                   timeout_ms=timeout_ms + REQUEST_TIMEOUT_MS)
 
     def run_for(self, duration_ms: int) -> None:
         self.run_until(lambda: False, duration_ms)
