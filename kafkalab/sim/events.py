@@ -63,20 +63,19 @@ KINDS = ("became-leader", "became-follower", "hw-moved", "isr-proposed", "isr-ch
 
 
 def _replication_row(time_ms: int, node_id: int, event: ev.ReplicationEvent) -> EventRow:
-    base = {"time_ms": time_ms, "node_id": node_id, "topic": event.topic, "partition": event.partition}
+    t, n, topic, p = time_ms, node_id, event.topic, event.partition
     match event:
         case ev.BecameLeader():
-            return EventRow(kind="became-leader", leader_epoch=event.leader_epoch, leader=node_id,
-                            isr=event.isr, **base)
+            return EventRow(t, n, "became-leader", topic, p, leader_epoch=event.leader_epoch, leader=n, isr=event.isr)
         case ev.BecameFollower():
-            return EventRow(kind="became-follower", leader_epoch=event.leader_epoch, leader=event.leader, **base)
+            return EventRow(t, n, "became-follower", topic, p, leader_epoch=event.leader_epoch, leader=event.leader)
         case ev.HighWatermarkMoved():
-            return EventRow(kind="hw-moved", old_hw=event.old, new_hw=event.new, **base)
+            return EventRow(t, n, "hw-moved", topic, p, old_hw=event.old, new_hw=event.new)
         case ev.IsrChangeProposed():
-            return EventRow(kind="isr-proposed", isr=event.isr, new_isr=event.proposed, **base)
+            return EventRow(t, n, "isr-proposed", topic, p, isr=event.isr, new_isr=event.proposed)
         case ev.IsrChanged():
-            return EventRow(kind="isr-changed", isr=event.old, new_isr=event.new,
-                            partition_epoch=event.partition_epoch, **base)
+            return EventRow(t, n, "isr-changed", topic, p, isr=event.old, new_isr=event.new,
+                            partition_epoch=event.partition_epoch)
     raise TypeError(f"not a replication event: {event!r}")
 
 
