@@ -32,6 +32,7 @@ finds it 30 s behind and the controller accepts the smaller ISR.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import random
@@ -49,6 +50,7 @@ from kafkalab.controller.local import LocalController
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_response, encode_request
+from kafkalab.replication.fetcher import PartitionFetch
 from kafkalab.replication.partition import AlterPartitionProposal
 from kafkalab.sim.network import LinkFaults, Network
 
@@ -58,6 +60,7 @@ CONNECTION_BASE = 1_000  # a broker sees node n's requests on connection 1000 + 
 STEPS_MAX = 10_000_000  # a bug guard for run_for: no simulated interval needs more steps
 PRODUCE_VERSION = 7
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
+CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
 BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
 
 
@@ -174,6 +177,17 @@ class SimCluster:
             on_answer(answer)
         self._send(CLIENT, leader, ApiKey.PRODUCE, PRODUCE_VERSION, body, answered,
                    timeout_ms=timeout_ms + REQUEST_TIMEOUT_MS)
+
+    def consume(self, topic: str, partition: int, offset: int, *, wait_ms: int = 60_000) -> Any:
+        """Fetch from the partition's leader as a consumer does (replica id -1, no waiting for
+        data); run until answered and return the partition's part of the Fetch response."""
+        answers: list[Any] = []
+        fetch = PartitionFetch(topic, partition, offset, -1, -1, -1, CONSUMER_FETCH_MAX_BYTES)
+        body = dataclasses.replace(follower_fetch_request(-1, [fetch]), max_wait_ms=0, min_bytes=0)
+        self._send(CLIENT, self.leader(topic, partition), ApiKey.FETCH, FETCH_VERSION, body,
+                   lambda response: answers.append(response.responses[0].partitions[0]))
+        self.run_until(lambda: bool(answers), wait_ms)
+        return answers[0] if answers else None
 
     def run_for(self, duration_ms: int) -> None:
         self.run_until(lambda: False, duration_ms)

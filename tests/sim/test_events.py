@@ -131,3 +131,20 @@ def test_empty_parquet_keeps_the_schema(cluster: SimCluster, tmp_path: Path) -> 
     recorder.to_parquet(tmp_path / "none.parquet")
     table = pq.read_table(tmp_path / "none.parquet")
     assert table.num_rows == 0 and table.schema.names == [name for name, _ in PARQUET_COLUMNS]
+
+
+def test_consumer_fetch_stops_at_the_high_watermark(cluster: SimCluster) -> None:
+    """SimCluster.consume, which the replication chapter uses: a consumer reads below the HW."""
+    from kafkalab.records.codec import iter_batches
+    from kafkalab.sim.network import LinkFaults
+
+    cluster.create_topic("orders", 1, 3)
+    leader = cluster.leader("orders", 0)
+    cluster.produce("orders", 0, batch([b"a", b"b"]))
+    for follower in (n for n in cluster.nodes if n != leader):
+        cluster.network.set_link(follower, leader, LinkFaults(delay_min_ms=5_000, delay_max_ms=5_000))
+    cluster.run_for(1_000)
+    assert cluster.produce("orders", 0, batch([b"c"]), acks=1).error_code == 0
+    answer = cluster.consume("orders", 0, 0)
+    assert answer.error_code == 0 and answer.high_watermark == 2
+    assert [r.value for b in iter_batches(bytes(answer.records)) for r in b.records] == [b"a", b"b"]
