@@ -357,14 +357,14 @@ for row in fo_events.rows:
 # The widget runs the same cluster with `min.insync.replicas=2` and a producer sending one
 # `acks=all` batch a second. Pick a follower, slow its links, kill it, cut it off or heal it,
 # then advance time: the upper plot shows each replica's LEO (solid) and HW (dashed) and every
-# produce answer along the bottom; the lower one the ISR membership per broker. Here (and in
-# the stored notebook) it plays a fixed story: follower 1 is cut off at 5 s, follower 2 killed
-# at 50 s; both come back at 100 s.
+# produce answer along the bottom; the lower one the ISR membership per broker. The stored
+# notebook (and any run with `KAFKALAB_STATIC_WIDGETS=1`) shows a fixed story instead: follower 1
+# is cut off at 5 s, follower 2 killed at 50 s, and both come back at 100 s.
 
 # %%
 from kafkalab.viz.isr import show_isr
 
-show_isr(scratch_dir())
+widget = show_isr(scratch_dir())
 
 # %% [markdown]
 # Read it from left to right. From 5 s the HW stalls while the leader's LEO climbs: `acks=all`

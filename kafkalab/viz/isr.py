@@ -51,6 +51,8 @@ SAMPLES_MAX = 20_000  # a bug guard on the timeline's length
 FIGURE_DPI = 100
 MARKER_COLOURS = {"shrink": "#e45756", "expand": "#54a24b", "election": "#b279a2",
                   "crash": "#000000", "restart": "#4c78a8"}
+ANSWER_STYLES = {"NONE": ("|", "#54a24b"), "NOT_ENOUGH_REPLICAS": ("x", "#e45756"),
+                 "REQUEST_TIMED_OUT": ("x", "#f58518")}
 REPLICA_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756")
 
 
@@ -296,14 +298,12 @@ def figure(line: Timeline, title: str = "") -> Any:
 
 
 def _draw_produces(ax: Any, line: Timeline) -> None:
-    """A tick along the bottom edge per produce answer: green acknowledged, red refused."""
-    ok = [p.time_ms / 1000 for p in line.produces if p.error_code == 0]
-    failed = [p.time_ms / 1000 for p in line.produces if p.error_code != 0]
-    ax.plot(ok, [0] * len(ok), "|", color="#54a24b", markersize=8, label="acks answered: OK")
-    if failed:
-        names = sorted({p.error_name for p in line.produces if p.error_code != 0})
-        ax.plot(failed, [0] * len(failed), "x", color="#e45756", markersize=6,
-                label="refused: " + ", ".join(names))
+    """A mark along the bottom edge per produce answer, by error: a green tick acknowledged."""
+    for name in sorted({p.error_name for p in line.produces}):
+        at_s = [p.time_ms / 1000 for p in line.produces if p.error_name == name]
+        style, colour = ANSWER_STYLES.get(name, ("x", "#888888"))
+        ax.plot(at_s, [0] * len(at_s), style, color=colour, markersize=7,
+                label="acknowledged" if name == "NONE" else name)
 
 
 def _draw_isr_bands(ax: Any, line: Timeline, nodes: list[int]) -> None:
