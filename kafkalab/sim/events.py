@@ -13,12 +13,14 @@ record, a column per field, ``None`` where a field does not apply), so the ISR w
 and the Spark labs read them as a table; :meth:`EventRecorder.to_parquet` writes them with the
 fixed :data:`PARQUET_COLUMNS` schema.
 
-Worked example (seed 7, three brokers, ``orders`` placed on [3, 1, 2]): creating the topic and
-running a few milliseconds records ``became-leader`` on node 3 (``leader_epoch`` 0, ``isr``
-[1, 2, 3]) and ``became-follower`` on nodes 1 and 2; an acks=all produce of two records adds
-``hw-moved`` on node 3 (``old`` 0, ``new`` 2) and ``produce-answer`` (``offset`` 0,
-``error_code`` 0). Cut node 1 off and, 30 to 45 s later, node 3 reports ``isr-proposed``
-(``isr`` [1, 2, 3], ``new_isr`` [2, 3]) and then ``isr-changed`` with ``partition_epoch`` 1.
+Worked example (seed 7, three brokers, ``orders`` placed on [3, 1, 2]): creating the topic
+records ``became-leader`` on node 3 (``leader_epoch`` 0, ``isr`` [1, 2, 3]) and
+``became-follower`` on nodes 1 and 2; an acks=all produce of two records adds ``hw-moved`` on
+node 3 (``old_hw`` 0, ``new_hw`` 2) and ``produce-answer`` (``offset`` 0, ``error_code`` 0). Cut
+node 1 off at 0 s while a producer keeps writing and, at the 45 s ISR check, node 3 reports
+``isr-proposed`` (``isr`` [1, 2, 3], ``new_isr`` [2, 3]) and ``isr-changed`` (``partition_epoch``
+1). A leader reports ``became-leader`` again each time it applies an image that names it, ISR
+changes included; only the first in a leader epoch is an election.
 
 Not thread-safe; owned by one simulation.
 """
