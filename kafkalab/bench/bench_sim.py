@@ -40,7 +40,7 @@ def _one_run(simulated_ms: int) -> float:
             while cluster.clock.milliseconds() - start_ms < simulated_ms:
                 now_ms = cluster.clock.milliseconds()
                 batch = build_batch([Record(i, now_ms, None, b"v" * 100) for i in range(RECORDS_PER_BATCH)])
-                cluster.send_produce("load", sent % PARTITIONS, batch)
+                cluster.send_produce("load", sent % PARTITIONS, batch, lambda answer: None)
                 sent += 1
                 cluster.run_for(BATCH_EVERY_MS)
             wall_s = time.perf_counter() - start_wall

@@ -198,8 +198,10 @@ class Partition:
         if registration.partition_epoch < self.partition_epoch:
             return False
         is_new_leader = not self.is_leader
+        old_isr = tuple(sorted(self.isr))
         self._set_assignment(registration, leader=True)
-        if registration.leader_epoch > self.leader_epoch:
+        new_epoch = registration.leader_epoch > self.leader_epoch
+        if new_epoch:
             start = self.log.log_end_offset
             self.log.assign_epoch_start_offset(registration.leader_epoch, start)
             self.followers = {
@@ -212,7 +214,11 @@ class Partition:
         self.partition_epoch = registration.partition_epoch
         self.leader_id = self.local_broker_id
         if self._watched:
-            self._emit(ev.BecameLeader(self.topic, self.partition, self.leader_epoch, tuple(sorted(self.isr))))
+            new_isr = tuple(sorted(self.isr))
+            if new_epoch or is_new_leader:
+                self._emit(ev.BecameLeader(self.topic, self.partition, self.leader_epoch, new_isr))
+            elif new_isr != old_isr:  # the controller's image carries an ISR change (ours or its own)
+                self._emit(ev.IsrChanged(self.topic, self.partition, old_isr, new_isr, self.partition_epoch))
         self.maybe_increment_high_watermark(now_ms)
         return is_new_leader
 

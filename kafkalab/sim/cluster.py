@@ -32,6 +32,7 @@ finds it 30 s behind and the controller accepts the smaller ISR.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import random
@@ -49,6 +50,7 @@ from kafkalab.controller.local import LocalController
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_response, encode_request
+from kafkalab.replication.fetcher import PartitionFetch
 from kafkalab.replication.partition import AlterPartitionProposal
 from kafkalab.sim.network import LinkFaults, Network
 
@@ -58,6 +60,7 @@ CONNECTION_BASE = 1_000  # a broker sees node n's requests on connection 1000 + 
 STEPS_MAX = 10_000_000  # a bug guard for run_for: no simulated interval needs more steps
 PRODUCE_VERSION = 7
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
+CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
 BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
 
 
@@ -97,6 +100,7 @@ class SimCluster:
         self._fence_at: dict[int, int] = {}  # crashed brokers the controller will fence, and when
         self._correlation_ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
+        self._watchers: list[Callable[[str, int, Any], None]] = []
         for node_id in range(1, nodes + 1):
             self.nodes[node_id] = SimNode(node_id, self._open(node_id))
 
@@ -104,6 +108,17 @@ class SimCluster:
         settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
         return open_broker(self.data_dir / f"node-{node_id}", self.properties, settings, self.clock,
                            random.Random(self._rng.getrandbits(64)), self.controller)
+
+    def watch(self, watcher: Callable[[str, int, Any], None]) -> None:
+        """Call ``watcher(kind, node_id, detail)`` on every ``"crash"`` (detail None),
+        ``"restart"`` (detail: the new broker, so its replica manager can be subscribed to) and
+        ``"produce-answer"`` (detail: ``(topic, partition, response)``, the decoded partition
+        response; node_id the leader it was sent to)."""
+        self._watchers.append(watcher)
+
+    def _notify(self, kind: str, node_id: int, detail: Any) -> None:
+        for watcher in self._watchers:
+            watcher(kind, node_id, detail)
 
     # --- faults --------------------------------------------------------------------------------
 
@@ -119,6 +134,7 @@ class SimCluster:
         for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
             del self._pending[correlation_id]
         self._fence_at[node_id] = self.clock.milliseconds() + BROKER_SESSION_TIMEOUT_MS
+        self._notify("crash", node_id, None)
 
     def restart(self, node_id: int) -> None:
         """Start a crashed broker again on its directory: recovery runs, it registers anew."""
@@ -127,6 +143,7 @@ class SimCluster:
         self._fence_at.pop(node_id, None)
         node.broker = self._open(node_id)
         node.alive = True
+        self._notify("restart", node_id, node.broker)
 
     # --- what a test or a notebook does --------------------------------------------------------
 
@@ -143,19 +160,35 @@ class SimCluster:
         """Send one batch to the partition's leader as a client would; run until answered
         (None if no answer came within ``wait_ms``)."""
         answers: list[Any] = []
-        self.send_produce(topic, partition, batch, acks=acks, timeout_ms=timeout_ms, on_answer=answers.append)
+        self.send_produce(topic, partition, batch, answers.append, acks=acks, timeout_ms=timeout_ms)
         self.run_until(lambda: bool(answers), wait_ms)
         return answers[0] if answers else None
 
-    def send_produce(self, topic: str, partition: int, batch: bytes, *, acks: int = -1,
-                     timeout_ms: int = 30_000, on_answer: Callable[[Any], None] = lambda answer: None) -> None:
-        """Send one batch to the partition's leader and return at once; ``on_answer`` gets the
-        partition's answer when it arrives."""
+    def send_produce(self, topic: str, partition: int, batch: bytes, on_answer: Callable[[Any], None],
+                     *, acks: int = -1, timeout_ms: int = 30_000) -> None:
+        """Send one batch to the partition's leader without waiting: ``on_answer`` gets the
+        partition response once it arrives, as the simulation runs on."""
+        leader = self.leader(topic, partition)
         body = {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
             {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
-        self._send(CLIENT, self.leader(topic, partition), ApiKey.PRODUCE, PRODUCE_VERSION, body,
-                   lambda response: on_answer(response.responses[0].partition_responses[0]),
+
+        def answered(response: Any) -> None:
+            answer = response.responses[0].partition_responses[0]
+            self._notify("produce-answer", leader, (topic, partition, answer))
+            on_answer(answer)
+        self._send(CLIENT, leader, ApiKey.PRODUCE, PRODUCE_VERSION, body, answered,
                    timeout_ms=timeout_ms + REQUEST_TIMEOUT_MS)
+
+    def consume(self, topic: str, partition: int, offset: int, *, wait_ms: int = 60_000) -> Any:
+        """Fetch from the partition's leader as a consumer does (replica id -1, no waiting for
+        data); run until answered and return the partition's part of the Fetch response."""
+        answers: list[Any] = []
+        fetch = PartitionFetch(topic, partition, offset, -1, -1, -1, CONSUMER_FETCH_MAX_BYTES)
+        body = dataclasses.replace(follower_fetch_request(-1, [fetch]), max_wait_ms=0, min_bytes=0)
+        self._send(CLIENT, self.leader(topic, partition), ApiKey.FETCH, FETCH_VERSION, body,
+                   lambda response: answers.append(response.responses[0].partitions[0]))
+        self.run_until(lambda: bool(answers), wait_ms)
+        return answers[0] if answers else None
 
     def run_for(self, duration_ms: int) -> None:
         self.run_until(lambda: False, duration_ms)
@@ -213,9 +246,9 @@ class SimCluster:
         for delivery in self.network.deliver(self.clock.milliseconds()):
             kind, correlation_id, frame = delivery.message
             if kind == "request":
-                node = self.nodes[int(str(delivery.dst))]
-                if not node.alive:
-                    continue
+                node = self.nodes.get(int(str(delivery.dst)))  # -1: sent while nobody led
+                if node is None or not node.alive:
+                    continue  # lost, as a request to a dead address is; the sender times out
                 connection = CONNECTION_BASE + (0 if delivery.src == CLIENT else int(str(delivery.src)))
                 node.broker.handle(connection, frame, self.clock.milliseconds())
                 self._ship_responses(node)

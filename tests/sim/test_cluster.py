@@ -127,3 +127,30 @@ def test_leader_crash_fails_over_and_the_old_leader_rejoins_as_follower(cluster:
     assert _log_bytes(cluster, old_leader) == _log_bytes(cluster, new_leader)
     values = [value for _, _, value, _ in decode_records(_log_bytes(cluster, old_leader))]
     assert values == [b"a", b"b", b"c"]
+
+
+def test_the_leader_reports_the_isr_change_the_controller_accepted(cluster: SimCluster) -> None:
+    # Regression: the controller publishes the new image before the AlterPartition answer, and
+    # the leader's IsrChanged event was lost between the two.
+    from kafkalab.replication import events as ev
+
+    cluster.create_topic("orders", 1, 3)
+    leader = cluster.leader("orders", 0)
+    seen: list[ev.ReplicationEvent] = []
+    cluster.nodes[leader].broker.replica_manager.subscribe(seen.append)
+    follower = next(n for n in cluster.nodes if n != leader)
+    cluster.network.isolate(follower, list(cluster.nodes))
+    cluster.produce("orders", 0, batch([b"a"]), acks=1)
+    cluster.run_for(50_000)
+    changes = [e for e in seen if isinstance(e, ev.IsrChanged)]
+    assert [(c.old, c.new) for c in changes] == [((1, 2, 3), tuple(sorted({1, 2, 3} - {follower})))]
+    assert not [e for e in seen if isinstance(e, ev.BecameLeader)]  # no election happened
+
+
+def test_a_produce_while_nobody_leads_times_out_instead_of_failing(cluster: SimCluster) -> None:
+    cluster.create_topic("orders", 1, 3)
+    for node in list(cluster.nodes):
+        cluster.crash(node)
+    cluster.run_for(10_000)
+    assert cluster.leader("orders", 0) == -1
+    assert cluster.produce("orders", 0, batch([b"a"]), timeout_ms=1_000, wait_ms=40_000) is None
