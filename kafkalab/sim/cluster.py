@@ -280,9 +280,11 @@ class SimCluster:
     def _send_fetches(self) -> None:
         """Kafka runs one fetcher per leader; each sends its next Fetch once the last is answered."""
         for node in self._alive():
-            manager = node.broker.replica_manager
-            for leader_id, fetches in manager.fetch_requests().items():
+            for leader_id, fetcher in sorted(node.broker.replica_manager.fetchers.items()):
                 if leader_id in node.fetching_from or leader_id not in self.nodes:
+                    continue
+                fetches = fetcher.next_fetch()
+                if not fetches:
                     continue
                 node.fetching_from.add(leader_id)
                 body = follower_fetch_request(node.node_id, fetches)
