@@ -20,8 +20,8 @@ its outbox, and the simulation or the server carries it.
 
 Worked example: image offset 40 gives ``orders-0`` replicas [1, 2, 3], leader 2, epoch 5. On
 broker 1, ``apply_image`` opens ``orders-0`` if needed, makes it a follower in epoch 5 and adds it
-to fetcher 2; ``fetch_requests()`` then returns ``{2: [PartitionFetch("orders", 0, 120, 5, 4, 0,
-1048576)]}`` if broker 1's log ends at 120 with batches from epoch 4.
+to fetcher 2; ``fetchers[2].next_fetch()`` then returns ``[PartitionFetch("orders", 0, 120, 5, 4, 0,
+1048576)]`` if broker 1's log ends at 120 with batches from epoch 4.
 
 Not thread-safe; owned by one broker.
 """
@@ -224,16 +224,6 @@ class ReplicaManager:
         return proposals
 
     # --- the follower's work -------------------------------------------------------------------
-
-    def fetch_requests(self) -> dict[int, list[PartitionFetch]]:
-        """The next Fetch for each leader this broker follows (leaders with nothing to ask for
-        are left out)."""
-        requests = {}
-        for leader_id, fetcher in sorted(self.fetchers.items()):
-            fetches = fetcher.next_fetch()
-            if fetches:
-                requests[leader_id] = fetches
-        return requests
 
     def on_fetch_response(self, leader_id: int, results: list[PartitionFetchResult]) -> list[TopicPartition]:
         fetcher = self.fetchers.get(leader_id)
