@@ -32,9 +32,10 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) $(ALLOW_ROOT) \
 		--ServerApp.root_dir=book --ServerApp.open_browser=False
 
+# The tests marked slow (long fault campaigns) belong to `make campaign`, not to CI's suite.
 test: $(STAMP)
-	KAFKALAB_STATIC_WIDGETS=1 $(PY) -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-current-env $(PYTEST_ARGS)
+	KAFKALAB_STATIC_WIDGETS=1 $(PY) -m pytest -n $(JOBS) --dist loadfile -m "not slow" --nbval \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current-env $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest tests -m "not slow and not interop and not browser and not spark" $(PYTEST_ARGS)
