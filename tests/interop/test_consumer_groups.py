@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from kafkalab.client.launcher import ServerProcess, start_server
 from kafkalab.protocol.api_keys import ApiKey
 from tests.interop.conftest import EXTERNAL_BOOTSTRAP
 from tests.interop.recording_proxy import RecordingProxy
+from tests.java_client import java_client
 from tests.interop.support import create_topic
 
 PARTITIONS = 6
@@ -315,25 +315,15 @@ def test_commits_survive_a_broker_restart(tmp_path: Path):
 
 # --- Kafka's own Java client --------------------------------------------------------------------
 
-JAVA_JARS = Path.home() / ".cache" / "kafkalab" / "java-client" / "jars"
-JAVA_SOURCE = Path(__file__).parent / "java" / "GroupConsumer.java"
-
-
 @pytest.mark.timeout(90)
-@pytest.mark.skipif(shutil.which("javac") is None or not (JAVA_JARS / "kafka-clients.jar").exists(),
-                    reason="needs a JDK and Kafka's Java client in ~/.cache/kafkalab/java-client/jars")
-def test_java_client_three_members_split_six_partitions(proxied, topic_name, tmp_path):
+def test_java_client_three_members_split_six_partitions(proxied, topic_name):
+    client = java_client()  # fetched once per machine; skips with the reason without Java
     bootstrap, proxy = proxied
     create_topic(bootstrap, topic_name, partitions=PARTITIONS)
     expected = _produce(bootstrap, topic_name)
-    classpath = os.pathsep.join(str(jar) for jar in sorted(JAVA_JARS.glob("*.jar")))
-    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(JAVA_SOURCE)], check=True, timeout=60)
     proxy.take()
-    run = subprocess.run(["java", "-cp", os.pathsep.join([classpath, str(tmp_path)]), "GroupConsumer",
-                          bootstrap, topic_name, "java-group", str(len(expected))],
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr[-2000:]
-    lines = run.stdout.splitlines()
+    out = client.run("GroupConsumer", "", bootstrap, topic_name, "java-group", str(len(expected)), timeout_s=60)
+    lines = out.splitlines()
     owned = [set(map(int, line.split("[")[1].split("]")[0].split(", "))) for line in lines[:MEMBERS]]
     read = [int(line.rsplit(" ", 1)[1]) for line in lines[:MEMBERS]]
     assert sorted(map(len, owned)) == [2, 2, 2] and set().union(*owned) == set(range(PARTITIONS))

@@ -22,7 +22,6 @@ from kafka import KafkaProducer
 
 from kafkalab.client.connection import BrokerConnection, parse_bootstrap
 from kafkalab.client.data import CONSUMER_REPLICA_ID, list_offset
-from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.list_offsets import LATEST_TIMESTAMP
 from kafkalab.client.launcher import ServerProcess
 from kafkalab.errors import ErrorCode
@@ -31,6 +30,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records import Record, build_batch, iter_batches
 from kafkalab.records.header import BatchHeader
 from tests.interop.support import CLIENT_TIMEOUT_MS, create_topic
+from tests.java_client import java_client
 
 MESSAGES = 60
 
@@ -123,6 +123,18 @@ def test_sequence_gap_is_error_45_and_old_epoch_is_error_47(bootstrap: str, topi
 
 
 # -- real clients ---------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_java_client_idempotent_producer(bootstrap: str, topic_name: str) -> None:
+    """Kafka's own producer (3.9.1), idempotent by default: every record acknowledged once, one
+    producer id, sequence n at offset n."""
+    client = java_client()
+    create_topic(bootstrap, topic_name)
+    out = client.run("IdempotentProducer", "", bootstrap, topic_name, str(MESSAGES), timeout_s=60)
+    assert sorted(map(int, out.split())) == list(range(MESSAGES))
+    with connect(bootstrap) as conn:
+        assert_one_idempotent_stream(stored_headers(conn, topic_name), MESSAGES)
 
 
 @pytest.mark.timeout(60)
