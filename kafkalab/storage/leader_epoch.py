@@ -43,7 +43,11 @@ class LeaderEpochCache:
         return self._entries[-1][0] if self._entries else None
 
     def assign(self, epoch: int, start_offset: int) -> bool:
-        """Record that ``epoch`` begins at ``start_offset`` if it is newer than the last one."""
+        """Record that ``epoch`` begins at ``start_offset`` if it is newer than the last one,
+        and write the checkpoint at once, as Kafka's ``LeaderEpochFileCache.assign`` does: a
+        new epoch is rare (a leader change), and a follower truncating after a crash must find
+        every epoch that reached its log. Truncations only mark the cache dirty; it is written
+        with the next flush (Kafka flushes those in the background)."""
         if epoch < 0:
             return False
         if self._entries and epoch <= self._entries[-1][0]:
@@ -52,7 +56,10 @@ class LeaderEpochCache:
         while self._entries and self._entries[-1][1] >= start_offset:
             self._entries.pop()
         self._entries.append((epoch, start_offset))
-        self.dirty = True
+        if self.path.parent.is_dir():
+            self.write()
+        else:
+            self.dirty = True  # the partition directory is not there (yet): written with it
         return True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:

@@ -31,3 +31,18 @@ def test_end_offset_for_matches_kafka(
     tmp_path: Path, assigned: list[tuple[int, int]], epoch: int, log_end: int, expected: tuple[int, int]
 ) -> None:
     assert _cache(tmp_path, *assigned).end_offset_for(epoch, log_end) == expected
+
+
+def test_a_new_epoch_reaches_the_checkpoint_at_once(tmp_path: Path) -> None:
+    # As Kafka's LeaderEpochFileCache.assign: a crash right after a leader change must not lose
+    # the epoch a follower's truncation will ask about.
+    from kafkalab.storage import checkpoints
+
+    path = tmp_path / "leader-epoch-checkpoint"
+    cache = LeaderEpochCache(path)
+    cache.assign(0, 0)
+    cache.assign(3, 120)
+    assert checkpoints.read_leader_epochs(path) == [(0, 0), (3, 120)]
+    cache.assign(3, 130)  # not a new epoch: nothing to write
+    cache.truncate_from_end(120)  # truncation waits for the next flush
+    assert checkpoints.read_leader_epochs(path) == [(0, 0), (3, 120)] and cache.dirty
