@@ -52,7 +52,10 @@ for name in sorted(os.listdir(log.directory)):
 # Beside each segment that rolled sits a 10-byte `.snapshot`: Kafka snapshots the idempotent
 # producers' state (their last sequence numbers) at every roll, named after the new segment's
 # base offset, so a restart need not reread the whole log. These batches carry no producer id, so
-# each snapshot is empty -- a version, a CRC and a count of 0; chapter 12 fills one.
+# each snapshot is empty -- a version, a CRC and a count of 0; chapter 12 fills one. The 8-byte
+# `leader-epoch-checkpoint` is written as soon as a partition has a leader epoch: it records
+# which epoch began at which offset (here only epoch 0 at offset 0), which chapter 08 uses to
+# cut a follower's log after a leader change.
 #
 # Read the names carefully: **a segment is named after its own base offset**, the first offset
 # it holds, zero-padded to 20 digits. `00000000000000000011.log` starts at offset 11. (One of
