@@ -58,7 +58,9 @@ _MEMBER_ID = f("MemberId", "string")
 
 
 def _group_key(name: str, *extra: Field) -> Message:
-    return message(name, valid="0", flexible="0+", fields=[_GROUP_ID, *extra])
+    # Kafka's specs give these keys ``flexibleVersions: none``: plain int16-length strings and
+    # no tag section, unlike their values.
+    return message(name, valid="0", flexible="none", fields=[_GROUP_ID, *extra])
 
 
 def _group_value(name: str, *fields: Field) -> Message:

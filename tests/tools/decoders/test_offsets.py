@@ -120,7 +120,8 @@ def test_consumer_group_member_metadata_with_tagged_classic_metadata() -> None:
     w.uvarint(0)
     w.uvarint(len(body))
     w.raw(body)
-    key = struct.pack(">h", 5) + b"\x03g1\x04m-1\x00"  # flexible key: compact strings, empty tags
+    # Kafka's ConsumerGroupMemberMetadataKey.json: flexibleVersions none, so int16-length strings.
+    key = struct.pack(">h", 5) + _s("g1") + _s("m-1")
     _, payload = _parse(key, w.to_bytes())
     assert payload == (
         '{"version":"0","data":{"instanceId":null,"rackId":"rack-a","clientId":"client",'
@@ -144,7 +145,7 @@ def test_consumer_group_current_member_assignment() -> None:
     w.uvarint(0)
     w.length(0, compact=True)                     # PartitionsPendingRevocation
     w.uvarint(0)
-    key = struct.pack(">h", 8) + b"\x03g1\x04m-1\x00"
+    key = struct.pack(">h", 8) + _s("g1") + _s("m-1")  # not flexible, as Kafka's spec says
     k, payload = _parse(key, w.to_bytes())
     assert k == '{"type":"8","data":{"groupId":"g1","memberId":"m-1"}}'
     assert payload == (
