@@ -59,14 +59,7 @@ class RecordingProxy:
 
     def _requests(self, source: socket.socket, target: socket.socket) -> None:
         pending = b""
-        while True:
-            try:
-                data = source.recv(READ_BYTES)
-            except OSError:
-                data = b""
-            if not data:
-                _shut(target)
-                return
+        while data := _receive(source):
             pending += data
             while len(pending) >= FRAME_HEAD.size:
                 size, api_key, api_version = FRAME_HEAD.unpack_from(pending)
@@ -76,21 +69,24 @@ class RecordingProxy:
                     self.seen.add((api_key, api_version))
                 target.sendall(pending[:4 + size])
                 pending = pending[4 + size:]
+        _shut(target)
 
     @staticmethod
     def _pump(source: socket.socket, target: socket.socket) -> None:
-        while True:
-            try:
-                data = source.recv(READ_BYTES)
-            except OSError:
-                data = b""
-            if not data:
-                _shut(target)
-                return
+        while data := _receive(source):
             try:
                 target.sendall(data)
             except OSError:
                 return
+        _shut(target)
+
+
+def _receive(source: socket.socket) -> bytes:
+    """The next bytes from ``source``; empty once it is closed or broken."""
+    try:
+        return source.recv(READ_BYTES)
+    except OSError:
+        return b""
 
 
 def _shut(sock: socket.socket) -> None:

@@ -19,18 +19,10 @@ import pytest
 from kafkalab.controller.raft import messages as raft_messages
 from kafkalab.protocol.messages.raft import RAFT_SCHEMAS
 from kafkalab.protocol.schema import Field, parse_versions
+from tests.protocol.test_schema_vs_kafka_json import in_versions, kafka_fields
 
 MIRROR = Path("/work/.mirror/apache+kafka/repo")
 SPEC_DIR = "clients/src/main/resources/common/message"
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-def _in(versions: str, version: int) -> bool:
-    low, high = parse_versions(versions)
-    return low <= version <= high
 
 
 def load_spec(name: str) -> dict:
@@ -50,21 +42,6 @@ def _inline_common(fields: list[dict], commons: dict[str, list[dict]]) -> None:
         if "fields" not in fld and element in commons:
             fld["fields"] = commons[element]
         _inline_common(fld.get("fields", []), commons)
-
-
-def _kafka_fields(fields: list[dict], version: int, prefix: str = "") -> list[tuple]:
-    out = []
-    for fld in fields:
-        if not _in(fld["versions"], version):
-            continue
-        nullable = "nullableVersions" in fld and _in(fld["nullableVersions"], version)
-        path = prefix + _snake(fld["name"])
-        kind = fld["type"]
-        kind = "[]struct" if kind.startswith("[]") and kind[2].isupper() else kind
-        kind = "struct" if kind[0].isupper() else kind
-        out.append((path, kind, nullable, fld.get("tag")))
-        out.extend(_kafka_fields(fld.get("fields", []), version, path + "."))
-    return out
 
 
 def _our_fields(fields: tuple[Field, ...], version: int, prefix: str = "") -> list[tuple]:
@@ -88,9 +65,9 @@ CASES = [(schema, version) for pair in RAFT_SCHEMAS.values() for schema in pair
 def test_fields_match_kafka_json(schema, version):
     spec = load_spec(schema.name)
     assert spec["apiKey"] == schema.api_key
-    assert _in(spec["validVersions"], version)
-    assert _in(spec["flexibleVersions"], version) == schema.is_flexible(version)
-    assert _our_fields(schema.struct.fields, version) == _kafka_fields(spec["fields"], version)
+    assert in_versions(spec["validVersions"], version)
+    assert in_versions(spec["flexibleVersions"], version) == schema.is_flexible(version)
+    assert _our_fields(schema.struct.fields, version) == kafka_fields(spec["fields"], version, with_tags=True)
 
 
 @pytest.mark.parametrize("api_key", sorted(RAFT_SCHEMAS))

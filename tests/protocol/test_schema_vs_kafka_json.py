@@ -20,23 +20,24 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
-def _kafka_fields(fields: list[dict], version: int, prefix: str = "") -> list[tuple]:
+def kafka_fields(fields: list[dict], version: int, prefix: str = "", *, with_tags: bool = False) -> list[tuple]:
+    """(path, kind, nullable) of every field of a Kafka JSON spec at ``version``, depth first;
+    ``with_tags`` keeps tagged fields too and adds each one's tag as a fourth element."""
     out = []
     for fld in fields:
-        low, high = parse_versions(fld["versions"])
-        if not low <= version <= high or "tag" in fld:
+        if not in_versions(fld["versions"], version) or ("tag" in fld and not with_tags):
             continue
-        nullable = "nullableVersions" in fld and _in(fld["nullableVersions"], version)
+        nullable = "nullableVersions" in fld and in_versions(fld["nullableVersions"], version)
         path = prefix + _snake(fld["name"])
         kind = fld["type"]
         kind = "[]struct" if kind.startswith("[]") and kind[2].isupper() else kind
         kind = "struct" if kind[0].isupper() else kind
-        out.append((path, kind, nullable))
-        out.extend(_kafka_fields(fld.get("fields", []), version, path + "."))
+        out.append((path, kind, nullable, fld.get("tag")) if with_tags else (path, kind, nullable))
+        out.extend(kafka_fields(fld.get("fields", []), version, path + ".", with_tags=with_tags))
     return out
 
 
-def _in(versions: str, version: int) -> bool:
+def in_versions(versions: str, version: int) -> bool:
     if versions == "none":  # OffsetDelete: no flexible versions at all
         return False
     low, high = parse_versions(versions)
@@ -70,10 +71,10 @@ CASES = [
 def test_wire_fields_match_kafka_json(schema, version):
     spec = load_json(schema.name)
     assert spec["apiKey"] == schema.api_key
-    assert _in(spec["validVersions"], version), f"{schema.name} v{version} is not a version Kafka defines"
-    assert _in(spec["flexibleVersions"], version) == schema.is_flexible(version)
+    assert in_versions(spec["validVersions"], version), f"{schema.name} v{version} is not a version Kafka defines"
+    assert in_versions(spec["flexibleVersions"], version) == schema.is_flexible(version)
     ours = _our_fields(schema.struct.fields, version)
-    kafkas = _kafka_fields(spec["fields"], version)
+    kafkas = kafka_fields(spec["fields"], version)
     assert ours == kafkas
 
 

@@ -4,23 +4,14 @@ a cut-off follower leaves the ISR after replica.lag.time.max.ms and rejoins once
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 
 from kafkalab.errors import ErrorCode
 from kafkalab.sim.cluster import SimCluster
 from tests.broker._harness import batch, decode_records
 
 LAG_MS = 30_000  # replica.lag.time.max.ms default
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SimCluster]:
-    sim = SimCluster(tmp_path, nodes=3, seed=7)
-    yield sim
-    sim.close()
 
 
 def _log_bytes(sim: SimCluster, node: int, topic: str = "orders") -> bytes:

@@ -3,11 +3,9 @@ stamped with simulated time and node; Parquet files read back with pyarrow equal
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from kafkalab.errors import ErrorCode
 from kafkalab.sim.cluster import START_MS, SimCluster
@@ -15,13 +13,6 @@ from kafkalab.sim.events import PARQUET_COLUMNS, EventRecorder, EventRow
 from tests.broker._harness import batch
 
 LAG_MS = 30_000  # replica.lag.time.max.ms default
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SimCluster]:
-    sim = SimCluster(tmp_path, nodes=3, seed=7)
-    yield sim
-    sim.close()
 
 
 def _isolate_while_producing(sim: SimCluster, node: int, duration_ms: int) -> None:
