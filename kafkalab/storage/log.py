@@ -189,14 +189,18 @@ class Log:
 
     @offline_on_io_error("Error while appending records")
     def append_as_leader(
-        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Validate a producer's batches, assign offsets from the LEO, stamp the epoch, append.
 
         The offsets and epoch are written into a copy of ``records``; with ``in_place`` (the
         caller owns a writable buffer, such as the broker's request frame) into ``records``
         itself, as Kafka's LogValidator does to the request buffer: a 1 MiB produce then costs
-        no copy between the socket and the segment file."""
+        no copy between the socket and the segment file. ``origin`` is COORDINATOR for the
+        transaction markers the coordinator has the leader write: no duplicate or sequence
+        checks, but the epoch and coordinator epoch checks of
+        :mod:`kafkalab.storage.producer_state`."""
         config = self.config
         headers = log_append.analyze_and_assign(
             records, next_offset=self._next_offset, leader_epoch=leader_epoch,
@@ -213,7 +217,7 @@ class Log:
         log_append.check_segment_fit(len(records), config.segment_bytes)
         producers = None
         if has_producer_ids(headers):  # idempotent producers: sequence checks, duplicates
-            producers, duplicate = self.producer_state.analyze(headers, AppendOrigin.CLIENT, append_time_ms)
+            producers, duplicate = self.producer_state.analyze(headers, origin, append_time_ms, records)
             if duplicate is not None:
                 return duplicate_append_info(duplicate, self.log_start_offset)
         buf = _stamp_target(records, in_place)

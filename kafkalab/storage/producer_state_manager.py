@@ -90,16 +90,20 @@ class ProducerStateManager:
         return ProducerAppendInfo(producer_id, current, origin)
 
     def analyze(
-        self, headers: Sequence[BatchHeader], origin: AppendOrigin, append_time_ms: int | None = None
+        self, headers: Sequence[BatchHeader], origin: AppendOrigin, append_time_ms: int | None = None,
+        records: bytes | bytearray | memoryview | None = None,
     ) -> tuple[dict[int, ProducerAppendInfo], BatchMetadata | None]:
         """Check every producer batch of one append (offsets already assigned). Returns the
         pending updates, or -- for a client's retried batch -- the remembered duplicate, in which
-        case nothing must be appended. Raises the sequence and epoch errors.
+        case nothing must be appended. Raises the sequence and epoch errors. ``records`` (the
+        append's bytes) is needed when the append holds control batches: a marker's
+        coordinator epoch is inside its record.
 
         ``append_time_ms`` is the broker's time for a ``LogAppendTime`` topic: the batch's
         timestamp as it will be written. Mirrors ``UnifiedLog.analyzeAndValidateProducerState``."""
         updates: dict[int, ProducerAppendInfo] = {}
-        for header in headers:
+        pairs = with_markers(records, headers) if records is not None else ((h, None) for h in headers)
+        for header, control in pairs:
             producer_id = header.producer_id
             if producer_id < 0:
                 continue
@@ -111,7 +115,7 @@ class ProducerStateManager:
             info = updates.get(producer_id)
             if info is None:
                 info = updates[producer_id] = self.prepare_update(producer_id, origin)
-            info.append(header, header.max_timestamp if append_time_ms is None else append_time_ms)
+            info.append(header, header.max_timestamp if append_time_ms is None else append_time_ms, control)
         return updates, None
 
     def commit(self, updates: dict[int, ProducerAppendInfo]) -> None:
@@ -129,10 +133,7 @@ class ProducerStateManager:
         for header, control in batches:
             if header.producer_id >= 0:
                 info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
-                if control is None:
-                    info.append(header, header.max_timestamp)
-                elif control.is_end_txn_marker and control.coordinator_epoch is not None:
-                    info.append_end_txn_marker(header.producer_epoch, control.coordinator_epoch, header.max_timestamp)
+                info.append(header, header.max_timestamp, control)
                 self.commit({header.producer_id: info})
             self.map_end_offset = header.last_offset + 1
 
