@@ -29,6 +29,11 @@ Batches from idempotent producers (producer id >= 0) also pass the log's
 answered with its original offsets and not appended again, a sequence gap or a zombie epoch is
 refused. Each roll writes ``<new base offset>.snapshot`` of that state, and ``close`` one at the
 LEO, so that recovery replays only the batches after the newest snapshot.
+
+Transactional batches open a transaction; the COMMIT or ABORT marker the transaction
+coordinator appends (origin COORDINATOR) closes it, an ABORT adding an entry to the marker's
+segment's ``.txnindex``. :attr:`Log.last_stable_offset` is where ``read_committed`` readers
+stop; see :mod:`kafkalab.storage.transactions`.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info,
 from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
 from kafkalab.storage.log_dir_failure import offline_on_io_error
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
+from kafkalab.storage.transactions import collect_aborted, index_completed, last_stable_offset
+from kafkalab.storage.txn_index import AbortedTxn
 from kafkalab.storage import timestamp_lookup
 from kafkalab.storage.timestamp_lookup import TimestampAndOffset
 
@@ -229,7 +236,9 @@ class Log:
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         self._append(buf, headers, info, now_ms)
         if producers:
-            self.producer_state.commit(producers)
+            completed = self.producer_state.commit(producers)
+            if completed:
+                index_completed(self.producer_state.transactions, completed, self._segments[-1])
         return info
 
     @offline_on_io_error("Error while appending replicated records")
@@ -247,7 +256,7 @@ class Log:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         self._append(records, headers, info, self.clock.milliseconds())
         if has_producer_ids(headers):
-            self.producer_state.append_replayed(with_markers(records, headers))
+            self.producer_state.append_replayed(with_markers(records, headers), self._segments[-1])
         return info
 
     def _append(
@@ -349,7 +358,20 @@ class Log:
         see :mod:`kafkalab.storage.timestamp_lookup`."""
         return timestamp_lookup.offset_for_timestamp(self, timestamp_ms)
 
-    # -- high watermark -----------------------------------------------------------------------
+    # -- high watermark and last stable offset -------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where a ``read_committed`` reader stops: ``min(first unstable offset, HW)``; see
+        :mod:`kafkalab.storage.transactions`."""
+        return last_stable_offset(self.producer_state.transactions, self.high_watermark, self.log_start_offset)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound_offset), from the
+        ``.txnindex`` files of the segments from the one holding ``fetch_offset`` on."""
+        slot = max(bisect.bisect_right(self._base_offsets, fetch_offset) - 1, 0)
+        return collect_aborted(self._segments[slot:], fetch_offset, upper_bound_offset)
+
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start offset, LEO]; returns the value set."""
