@@ -3,21 +3,25 @@
 The log is built with bytes from kafka-python only: transactional batches from its
 ``DefaultRecordBatchBuilder`` sent in its ``ProduceRequest``, and COMMIT/ABORT markers written
 through a ``WriteTxnMarkersRequest`` it encodes (what a transaction coordinator sends). Then
-kafka-python's ``KafkaConsumer`` and confluent-kafka's (librdkafka) ``Consumer`` read it: with
+kafka-python's ``KafkaConsumer``, confluent-kafka's (librdkafka) ``Consumer`` and aiokafka's
+``AIOKafkaConsumer`` read it: with
 read_committed each must see exactly the committed and non-transactional records and nothing of
 an aborted or still-open transaction; with read_uncommitted everything. Both clients drop aborted
 records using the ``aborted_transactions`` of the Fetch response and stop at its
-``last_stable_offset``, so this checks the broker's side against two independent consumers.
+``last_stable_offset``, so this checks the broker's side against three independent consumers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import time
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KpTopicPartition
@@ -174,6 +178,40 @@ def _confluent_values(bootstrap: str, topic: str, isolation: str | None, count: 
         return got
     finally:
         consumer.close()
+
+
+async def _aiokafka_values(bootstrap: str, topic: str, isolation: str, count: int) -> tuple[list[bytes], int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                                request_timeout_ms=CLIENT_TIMEOUT_MS, fetch_max_wait_ms=100, isolation_level=isolation)
+    await consumer.start()
+    try:
+        tp = AioTopicPartition(topic, 0)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        got: list[bytes] = []
+        loop = asyncio.get_running_loop()
+        deadline_s, idle_since = loop.time() + DEADLINE_S, loop.time()
+        while loop.time() < deadline_s:
+            for batch in (await consumer.getmany(timeout_ms=200)).values():
+                got += [m.value for m in batch]
+                idle_since = loop.time()
+            if len(got) >= count and loop.time() - idle_since > IDLE_S:
+                break
+        end = (await consumer.end_offsets([tp]))[tp]
+        return got, end
+    finally:
+        await consumer.stop()
+
+
+@pytest.mark.timeout(120)
+def test_aiokafka_consumer_sees_only_committed_records(bootstrap: str, topic_name: str) -> None:
+    _build_log(bootstrap, topic_name)
+    committed, committed_end = asyncio.run(_aiokafka_values(bootstrap, topic_name, "read_committed", len(COMMITTED)))
+    assert committed == COMMITTED
+    assert committed_end == OPEN_TXN_OFFSET
+    everything, end = asyncio.run(_aiokafka_values(bootstrap, topic_name, "read_uncommitted", len(EVERYTHING)))
+    assert everything == EVERYTHING
+    assert end == LOG_END_OFFSET
 
 
 @pytest.mark.timeout(120)
