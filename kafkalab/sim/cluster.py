@@ -231,10 +231,10 @@ class SimCluster:
 
         def answered(response: Any) -> None:
             self._notify("group-response", destination, (name, out.api_key, response))
-            member.on_response(out.api_key, response, self.clock.milliseconds())
+            member.on_response(out.api_key, response, self.clock.milliseconds(), out.request_id)
 
         self._send(name, destination, out.api_key, out.version, out.body, answered, timeout_ms=out.timeout_ms,
-                   on_timeout=lambda: member.on_failure(out.api_key, self.clock.milliseconds()))
+                   on_timeout=lambda: member.on_failure(out.api_key, self.clock.milliseconds(), out.request_id))
 
     def run_for(self, duration_ms: int) -> None:
         self.run_until(lambda: False, duration_ms)

@@ -108,3 +108,22 @@ def test_cooperative_revokes_only_what_moves_eager_revokes_everything(tmp_path: 
         revoked[assignor] = _revoked_count(sim.members, start_ms)
         sim.close()
     assert revoked == {"sticky": PARTITIONS, "cooperative-sticky": 3}  # 12/3 -> 12/4: one from each
+
+
+def test_cut_off_member_is_fenced_then_rejoins_as_a_new_member(groups_cluster: SimCluster) -> None:
+    for name in ("a", "b"):
+        groups_cluster.add_member(name, config("range"))
+    groups_cluster.run_for(2_000)
+    zombie = groups_cluster.members["b"]
+    old_id, old_generation = zombie.member_id, zombie.generation_id
+    groups_cluster.network.isolate("b", [1])
+    groups_cluster.run_for(10_000)
+    assert len(groups_cluster.members["a"].owned) == PARTITIONS  # the coordinator dropped b
+    assert len(zombie.owned) == PARTITIONS // 2  # b does not know yet
+    groups_cluster.network.heal()
+    groups_cluster.run_for(40_000)  # b's lost FindCoordinator times out after request.timeout.ms
+    assert [n.kind for n in zombie.notifications] == ["assigned", "lost", "assigned"]
+    finds = [t for t in zombie.transitions if t.event.value == "coordinator found, resume"]
+    assert len(finds) == 1  # a regression guard: one search, not a search per poll
+    assert zombie.member_id != old_id and zombie.generation_id > old_generation
+    assert balanced(groups_cluster, 2)

@@ -14,7 +14,10 @@ drives it with three calls::
 
 and asks :meth:`GroupMember.next_deadline_ms` when to poll again (the next heartbeat, the end of
 a retry backoff). One request is in flight at a time, as in Kafka's client, which never
-heartbeats while a JoinGroup or SyncGroup is outstanding. Every state change goes through the
+heartbeats while a JoinGroup or SyncGroup is outstanding. A heartbeat left unanswered for a
+whole ``session.timeout.ms`` is abandoned (the coordinator is presumed gone, as Kafka's
+heartbeat thread decides); its late answer, if one comes, is recognised by ``request_id`` and
+dropped. Every state change goes through the
 table in :mod:`.state` and is kept in :attr:`GroupMember.transitions`.
 
 The leader does the assigning: after JoinGroup names it leader it asks Metadata for the
@@ -116,13 +119,15 @@ class MemberConfig:
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """A request to send. ``destination`` is the coordinator's node id, or None for any broker."""
+    """A request to send. ``destination`` is the coordinator's node id, or None for any broker;
+    ``request_id`` goes back with the answer, so an answer to an abandoned request is ignored."""
 
     api_key: int
     version: int
     body: Any
     destination: int | None
     timeout_ms: int
+    request_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +177,7 @@ class GroupMember:
         self.transitions: list[Transition] = []
         self.notifications: list[Notification] = []
         self._in_flight: int | None = None
+        self._in_flight_id = 0  # request_id of the request in flight
         self._due_ms = 0  # no request before this (backoff, next heartbeat)
         self._needs_join = True
         self._last_heartbeat_ok_ms = 0
@@ -186,19 +192,32 @@ class GroupMember:
 
     def poll(self, now_ms: int) -> list[Outgoing]:
         """The request due now, if any (at most one: one request in flight)."""
+        if self._session_expired(now_ms):
+            self._in_flight = None  # abandon an unanswered heartbeat
+            self._fire(E.COORDINATOR_LOST, now_ms, "no heartbeat answer within session.timeout.ms")
         if self._in_flight is not None or now_ms < self._due_ms:
             return []
-        if self.state is S.STABLE and now_ms - self._last_heartbeat_ok_ms >= self.config.session_timeout_ms:
-            self._fire(E.COORDINATOR_LOST, now_ms, "no heartbeat answer within session.timeout.ms")
         build = self._REQUESTS.get(self.state)
-        if build is None:
+        out = None if build is None else build(self, now_ms)
+        if out is None:
             return []
-        out = build(self, now_ms)
-        if out is not None:
-            self._in_flight = out.api_key
-        return [] if out is None else [out]
+        self._in_flight_id += 1
+        self._in_flight = out.api_key
+        return [dataclasses.replace(out, request_id=self._in_flight_id)]
 
-    def on_response(self, api_key: int, body: Any, now_ms: int) -> None:
+    def _session_expired(self, now_ms: int) -> bool:
+        return (self.state is S.STABLE and self._in_flight in (None, ApiKey.HEARTBEAT)
+                and now_ms - self._last_heartbeat_ok_ms >= self.config.session_timeout_ms)
+
+    def _stale(self, api_key: int, request_id: int | None) -> bool:
+        """An answer (or failure) of a request this member no longer waits for."""
+        if request_id is not None:
+            return request_id != self._in_flight_id or self._in_flight is None
+        return self._in_flight is None
+
+    def on_response(self, api_key: int, body: Any, now_ms: int, request_id: int | None = None) -> None:
+        if self._stale(api_key, request_id):
+            return
         assert api_key == self._in_flight, f"a response to API {api_key}, but {self._in_flight} is in flight"
         self._in_flight = None
         if self.state is S.LEAVING and api_key != ApiKey.LEAVE_GROUP:
@@ -215,8 +234,10 @@ class GroupMember:
             if answer.error_code == ErrorCode.NONE:
                 self.coordinator = Coordinator(answer.node_id, answer.host, answer.port)
 
-    def on_failure(self, api_key: int, now_ms: int) -> None:
+    def on_failure(self, api_key: int, now_ms: int, request_id: int | None = None) -> None:
         """The request got no answer (timeout, lost connection)."""
+        if self._stale(api_key, request_id):
+            return
         assert api_key == self._in_flight, f"a failure of API {api_key}, but {self._in_flight} is in flight"
         self._in_flight = None
         if self.state is S.LEAVING:
@@ -227,7 +248,10 @@ class GroupMember:
             self._fire(E.COORDINATOR_LOST, now_ms, f"no answer to API {api_key}")
 
     def next_deadline_ms(self) -> int | None:
-        """When :meth:`poll` has something to send next; None while waiting for an answer."""
+        """When :meth:`poll` has something to do next: send the next request, or give up on an
+        unanswered heartbeat; None while waiting for any other answer."""
+        if self.state is S.STABLE and self._in_flight == ApiKey.HEARTBEAT:
+            return self._last_heartbeat_ok_ms + self.config.session_timeout_ms
         if self._in_flight is not None or self.state not in self._REQUESTS:
             return None
         return self._due_ms
@@ -375,6 +399,8 @@ class GroupMember:
             self._retry(now_ms, ErrorCode(answer.error_code).name)
             return
         self.coordinator = Coordinator(answer.node_id, answer.host, answer.port)
+        # A coordinator found restarts the session clock, as Kafka's resetSessionTimeout does.
+        self._last_heartbeat_ok_ms = self._due_ms = now_ms
         resume = not self._needs_join and self.generation_id != NO_GENERATION
         self._fire(E.COORDINATOR_FOUND_RESUME if resume else E.COORDINATOR_FOUND, now_ms,
                    f"node {answer.node_id}")

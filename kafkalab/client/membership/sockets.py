@@ -71,9 +71,9 @@ class SocketMember:
             response = conn.request(out.api_key, out.body, api_version=version)
         except (NetworkError, UnsupportedVersionError):
             self._drop_connections()  # a connection that failed mid-request is out of step
-            self.member.on_failure(out.api_key, self.clock.milliseconds())
+            self.member.on_failure(out.api_key, self.clock.milliseconds(), out.request_id)
             return
-        self.member.on_response(out.api_key, response, self.clock.milliseconds())
+        self.member.on_response(out.api_key, response, self.clock.milliseconds(), out.request_id)
 
     def _connection(self, out: Outgoing) -> BrokerConnection:
         if self._bootstrap is None:

@@ -172,8 +172,26 @@ def test_no_heartbeat_answer_for_a_session_means_the_coordinator_is_gone() -> No
     for now_ms in range(1_000, 10_000, 1_000):
         exchange(member, now_ms, ApiKey.HEARTBEAT, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     assert member.state is S.STABLE
-    (out,) = member.poll(10_000)
+    assert member.poll(10_000) == [] and member.state is S.FINDING_COORDINATOR
+    (out,) = member.poll(10_100)  # after retry.backoff.ms
     assert out.api_key == ApiKey.FIND_COORDINATOR
+
+
+def test_a_heartbeat_unanswered_for_a_session_is_abandoned_and_its_late_answer_ignored() -> None:
+    member = GroupMember(CONFIG)
+    join_as_follower(member)
+    (heartbeat,) = member.poll(1_000)
+    assert member.next_deadline_ms() == 10_000  # the last good answer (at 0) + session.timeout.ms
+    assert member.poll(9_999) == []
+    assert member.poll(10_000) == [] and member.state is S.FINDING_COORDINATOR
+    (find,) = member.poll(10_100)
+    member.on_response(ApiKey.HEARTBEAT, response(ApiKey.HEARTBEAT, error_code=0), 10_150, heartbeat.request_id)
+    assert member.state is S.FINDING_COORDINATOR  # the late answer changed nothing
+    member.on_response(ApiKey.FIND_COORDINATOR, response(ApiKey.FIND_COORDINATOR, error_code=0, node_id=2,
+                                                         host="h", port=1), 10_200, find.request_id)
+    assert member.state is S.STABLE
+    (again,) = member.poll(10_200)  # the session clock restarted: heartbeat, not another search
+    assert again.api_key == ApiKey.HEARTBEAT
 
 
 def test_fenced_static_member_stops_for_good() -> None:
