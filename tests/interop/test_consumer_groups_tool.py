@@ -208,3 +208,53 @@ def test_lag_after_a_broker_restart_matches_librdkafka(tmp_path: Path, capsys: p
             0: ("2", "10", "8"), 1: ("3", "11", "8"), 2: ("4", "12", "8")}
     finally:
         process.stop()
+
+
+@pytest.mark.timeout(90)
+def test_members_of_a_kafka_python_group_and_a_static_librdkafka_member(server: str, topic_name: str,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import threading
+
+    from kafka import KafkaConsumer
+
+    create_topic(server, topic_name, partitions=4)
+    group = f"{topic_name}-kp"
+    consumers = [KafkaConsumer(topic_name, bootstrap_servers=server, group_id=group, client_id=f"kp-{i}",
+                               enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=300)
+                 for i in range(2)]
+    stop = threading.Event()
+
+    def keep_polling(consumer: KafkaConsumer) -> None:
+        while not stop.is_set():
+            consumer.poll(timeout_ms=100)
+
+    threads = [threading.Thread(target=keep_polling, args=(c,)) for c in consumers]
+    for thread in threads:
+        thread.start()
+    try:
+        end = time.monotonic() + DEADLINE_S
+        while time.monotonic() < end and sorted(len(c.assignment()) for c in consumers) != [2, 2]:
+            time.sleep(0.1)
+        status, out, _ = tool(capsys, server, "--describe", "--group", group, "--members", "--verbose")
+        rows = sorted(table(out), key=lambda r: r["CLIENT-ID"])
+        assert [(r["CLIENT-ID"], r["#PARTITIONS"]) for r in rows] == [("kp-0", "2"), ("kp-1", "2")]
+        owned = {r["CLIENT-ID"]: r["ASSIGNMENT"] for r in rows}
+        assert owned == {f"kp-{i}": f"{topic_name}({','.join(str(tp.partition) for tp in sorted(c.assignment()))})"
+                         for i, c in enumerate(consumers)}
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        for consumer in consumers:
+            consumer.close()
+
+    static_group = f"{topic_name}-static"
+    static = CKConsumer({"bootstrap.servers": server, "group.id": static_group, "group.instance.id": "pod-7",
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    try:
+        join(static, topic_name)
+        status, out, _ = tool(capsys, server, "--describe", "--group", static_group, "--members")
+        (row,) = table(out)
+        assert (row["GROUP-INSTANCE-ID"], row["#PARTITIONS"]) == ("pod-7", "4")
+    finally:
+        static.close()
