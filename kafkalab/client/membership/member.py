@@ -34,8 +34,10 @@ partitions to their new owners.
 Worked example (eager, ``range``, one topic of 4 partitions): member A starts, finds coordinator
 1, joins with member id "" and is told MEMBER_ID_REQUIRED with id ``A-1``; it joins again, is
 leader of generation 1, asks Metadata (4 partitions), and its SyncGroup gives itself all four.
-Member B joins; A's next Heartbeat answers REBALANCE_IN_PROGRESS, A revokes 0-3 and rejoins;
-generation 2 gives A partitions 0-1 and B 2-3. Eight requests from A, five from B.
+Member B joins (FindCoordinator, two JoinGroups); A's next Heartbeat answers
+REBALANCE_IN_PROGRESS, A revokes 0-3 and rejoins; generation 2 completes once both have joined,
+A asks Metadata again, and the SyncGroups give each member two partitions (Range orders members
+by member id: the smaller id gets 0-1).
 """
 
 from __future__ import annotations
