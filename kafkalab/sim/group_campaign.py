@@ -27,8 +27,9 @@ one-line replay command::
 
     python -m kafkalab.sim.group_campaign --seed 1234
 
-Worked example: seed 0 over 30 steps joins and kills members a few times, and ends with every
-partition owned once in the last generation.
+Worked example: seed 0 picks ``sticky`` and over 30 steps draws 6 joins, 2 leaves, 5 kills, 6
+isolations, 2 heals and 9 waits (an action with nobody to act on does nothing); the group goes
+through 6 generations and the checker looks 2,103 times.
 """
 
 from __future__ import annotations
