@@ -133,8 +133,8 @@ def predicted_index_entries(batch_sizes: Sequence[int], index_interval_bytes: in
 def actual_index_entries(partition_dir: str | Path) -> dict[str, int]:
     """Valid entries per ``.index`` file of a partition directory, keyed by ``.log`` name."""
     counts = {}
-    for base, log_path in list_segments(Path(partition_dir)):
-        entries = read_offset_index(log_path.with_suffix(".index"), base, log_path.stat().st_size)
+    for base, log_path in list_segments(partition_dir):
+        entries = read_offset_index(log_path.with_suffix(".index"), base, log_path.size())
         counts[log_path.name] = len(entries)
     return counts
 
