@@ -19,7 +19,9 @@ It waits until the worker has registered with the master, and stops both on exit
 From a shell, ``python -m kafkalab.spark.standalone --cores 2`` starts one and prints its URL;
 then ``KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077 jupyter lab`` points every lab at it, and a
 lab's source runs there unchanged with
-``spark-submit --master spark://127.0.0.1:7077 labs/_src/05-consumer-lag.py``.
+``PYSPARK_PYTHON=.venv/bin/python spark-submit --master spark://127.0.0.1:7077
+labs/_src/05-consumer-lag.py`` (``PYSPARK_PYTHON`` makes the driver and the executors' Python
+workers the interpreter that has kafkalab).
 
 Worked example: ``with StandaloneCluster(cores=2) as cluster:`` then
 ``kafkalab.spark.session(master=cluster.url, extra_conf={"spark.executor.cores": "1"})`` gets
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -154,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", default=WORKER_MEMORY_DEFAULT)
     parser.add_argument("--port", type=int, default=7077)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_on_signal)  # `kill` stops both daemons too, as Ctrl-C does
     with StandaloneCluster(args.cores, args.memory, args.port) as cluster:
         print(f"Spark master at {cluster.url} with one worker of {args.cores} cores; Ctrl-C stops both.", flush=True)
         try:
@@ -162,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             pass
     return 0
+
+
+def _stop_on_signal(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":
