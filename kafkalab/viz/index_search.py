@@ -418,8 +418,10 @@ def live(log: Log, mode: str = "offset", target: int = 0) -> Any:
     """A mode toggle and a target slider over ``log``, redrawing the lookup on every change."""
     import ipywidgets as widgets
 
+    from kafkalab.book import keep_for_widgets
     from kafkalab.viz._display import FigurePanel
 
+    keep_for_widgets(log.directory)  # a reader may come back to the widget after the last cell
     first_batch = log.segments[0].entry_at(0)
     first_ts = first_batch.max_timestamp if first_batch is not None else 0
     last_ts = max(s.max_timestamp_so_far for s in log.segments)

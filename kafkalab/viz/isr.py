@@ -325,8 +325,10 @@ def live(lab: IsrLab) -> Any:
     """Buttons to slow, kill, cut off or heal a follower and to advance time; redraws each time."""
     import ipywidgets as widgets
 
+    from kafkalab.book import keep_for_widgets
     from kafkalab.viz._display import FigurePanel
 
+    keep_for_widgets(lab.cluster.data_dir)  # a reader may come back to the widget after the last cell
     follower = widgets.Dropdown(options=sorted(lab.cluster.nodes), value=lab.followers()[0], description="broker")
     delay = widgets.IntSlider(value=200, min=0, max=40_000, step=100, description="delay (ms)",
                               continuous_update=False)
