@@ -23,8 +23,11 @@ KeyValue = tuple[bytes, bytes | None]  # a None value is a tombstone
 class CoordinatorLog(Protocol):
     """Durable, ordered storage for one coordinator's internal topic."""
 
-    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> int:
-        """Append ``records`` to ``partition`` as one batch; return its base offset."""
+    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int,
+               producer: tuple[int, int] | None = None) -> int:
+        """Append ``records`` to ``partition`` as one batch; return its base offset. With
+        ``producer`` (id, epoch) the batch belongs to that producer's transaction: replay
+        applies it only once the transaction's COMMIT marker follows it."""
         ...
 
     def replay(self) -> Iterable[tuple[int, bytes, bytes | None]]:
@@ -38,7 +41,8 @@ class MemoryCoordinatorLog:
     def __init__(self) -> None:
         self.partitions: dict[int, list[KeyValue]] = {}
 
-    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> int:
+    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int,
+               producer: tuple[int, int] | None = None) -> int:
         log = self.partitions.setdefault(partition, [])
         base_offset = len(log)
         log.extend(records)
