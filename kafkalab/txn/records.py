@@ -22,7 +22,7 @@ These declarations are the only ones: the coordinator writes and replays with th
 ``kafkalab dump-log --transaction-log-decoder`` prints with them.
 
 Worked example: ``app-1`` Ongoing with producer id 1000, epoch 2, timeout 60 000 ms and
-``orders`` partitions 0 and 3 is the key ``0000 0005 "app-1"`` (9 bytes) and a 51-byte value
+``orders`` partitions 0 and 3 is the key ``0000 0005 "app-1"`` (9 bytes) and a 57-byte value
 ``0000 00000000000003e8 0002 0000ea60 01 00000001 0006 "orders" 00000002 00000000 00000003
 <last update ms> <start ms>``.
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafkalab.errors import CorruptRecordError
+from kafkalab.errors import CorruptRecordError, KafkaError
 from kafkalab.protocol.schema import f, message
 from kafkalab.protocol.types import Reader, Writer
 
@@ -114,12 +114,20 @@ def decode_key(data: bytes) -> str:
     if record_type != TRANSACTION_LOG_TYPE:
         raise CorruptRecordError(f"__transaction_state record type {record_type} is not {TRANSACTION_LOG_TYPE}",
                                  position=0)
-    return str(TRANSACTION_LOG_KEY.read(reader, KEY_VERSION).transactional_id)
+    try:
+        return str(TRANSACTION_LOG_KEY.read(reader, KEY_VERSION).transactional_id)
+    except KafkaError as error:
+        raise CorruptRecordError(f"__transaction_state key: {error}", position=0) from None
 
 
 def decode_value(data: bytes) -> TxnRecord:
     reader = Reader(data)
-    value = TRANSACTION_LOG_VALUE.read(reader, _prefix(reader, data, "TransactionLogValue"))
+    try:
+        value = TRANSACTION_LOG_VALUE.read(reader, _prefix(reader, data, "TransactionLogValue"))
+    except CorruptRecordError:
+        raise
+    except KafkaError as error:
+        raise CorruptRecordError(f"__transaction_state value: {error}", position=0) from None
     partitions = frozenset((p.topic, i) for p in value.transaction_partitions or () for i in p.partition_ids)
     return TxnRecord(value.producer_id, value.producer_epoch, value.transaction_timeout_ms,
                      value.transaction_status, partitions, value.transaction_last_update_timestamp_ms,
