@@ -16,7 +16,8 @@ Two are deliberately wider or narrower:
 InitProducerId hands out producer ids to idempotent and transactional producers. The
 transaction APIs stop below the versions of Kafka's transaction version 2 (KIP-890 part 2), which
 kafkalab does not implement: EndTxn and TxnOffsetCommit at v4, InitProducerId at v4
-(see :mod:`kafkalab.protocol.messages.transactions`).
+(see :mod:`kafkalab.protocol.messages.transactions`). WriteTxnMarkers (v1) is the partition
+leaders' half, which a transaction coordinator calls; clients never send it.
 
 Worked example: kafka-python 3.0 speaks Metadata 0-13 and kafkalab advertises 0-12, so it sends
 v12; librdkafka 2.0.2 speaks 0-4 and sends v4; aiokafka speaks 0-5 and sends v5.

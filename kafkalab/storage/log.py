@@ -372,6 +372,22 @@ class Log:
         slot = max(bisect.bisect_right(self._base_offsets, fetch_offset) - 1, 0)
         return collect_aborted(self._segments[slot:], fetch_offset, upper_bound_offset)
 
+    def aborted_transactions_in(self, info: FetchDataInfo) -> list[AbortedTxn]:
+        """What a ``read_committed`` reader of ``info`` must know: the aborted transactions
+        overlapping the fetched batches, up to the first batch the read left out (Kafka's
+        ``LocalLog.addAbortedTransactions``)."""
+        if not info.slices:
+            return []
+        last = info.slices[-1]
+        slot = max(bisect.bisect_right(self._base_offsets, info.fetch_offset) - 1, 0)
+        segment = next((s for s in self._segments[slot:] if s.log_path == last.path), None)
+        if segment is None:  # replaced by the cleaner since the read: the read's bound will do
+            return self.collect_aborted_transactions(info.fetch_offset, self._next_offset)
+        after = segment.entry_at(last.position + last.size_bytes)
+        following = self._next_base_after(segment)
+        upper = after.base_offset if after is not None else following if following is not None else self._next_offset
+        return self.collect_aborted_transactions(info.fetch_offset, upper)
+
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start offset, LEO]; returns the value set."""
