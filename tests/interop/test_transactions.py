@@ -5,18 +5,20 @@ commit, abort -- and a second producer with the same ``transactional.id`` fences
 What the broker stored is then read back raw: each transaction's records are transactional
 batches of one producer, followed by exactly one control batch, COMMIT or ABORT, carrying that
 producer's id and (for a fence) the bumped epoch; offsets sent with the transaction become the
-group's committed offsets only when it commits.
+group's committed offsets only when it commits; and a read_committed consumer (confluent-kafka's
+default) sees exactly the committed records, nothing of an open transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
 from aiokafka import AIOKafkaProducer
 from confluent_kafka import KafkaError as ConfluentError
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka import KafkaAdminClient
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
@@ -109,6 +111,30 @@ commit p2
         ("COMMIT", [b"a"]), ("ABORT", [b"c"]), ("ABORT", [b"d"]), ("COMMIT", [b"e"])]
     assert transactions(bootstrap, t, 1) == [("COMMIT", [b"b"])]
     assert committed_offset(bootstrap, "java-group", t, 0) == 2  # the aborted 99 never showed
+    assert read_committed(bootstrap, t, 0, expected=2) == [b"a", b"e"]
+
+
+def read_committed(bootstrap: str, topic: str, partition: int, expected: int) -> list[bytes]:
+    """What a confluent-kafka consumer (isolation.level=read_committed by default) gets from
+    the start of the partition: ``expected`` values, then nothing more within a second."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                if message.error().code() == ConfluentError._PARTITION_EOF and len(values) >= expected:
+                    break
+                continue
+            values.append(message.value())
+        return values
+    finally:
+        consumer.close()
 
 
 def _confluent(bootstrap: str, transactional_id: str) -> Producer:
@@ -133,13 +159,17 @@ def test_confluent_kafka_commit_abort_and_offsets(bootstrap: str, topic_name: st
     producer.abort_transaction(30)
     assert transactions(bootstrap, topic_name) == [("COMMIT", [b"one", b"two"]), ("ABORT", [b"three"])]
     assert committed_offset(bootstrap, "rd-group", topic_name, 0) == 7
+    producer.begin_transaction()
+    producer.produce(topic_name, b"open", partition=0)
+    producer.flush(10)  # in the log, above the last stable offset
+    assert read_committed(bootstrap, topic_name, 0, expected=2) == [b"one", b"two"]
+    producer.commit_transaction(30)
+    assert read_committed(bootstrap, topic_name, 0, expected=3) == [b"one", b"two", b"open"]
 
 
 def _group_metadata(group: str) -> object:
     """A ConsumerGroupMetadata for a group this process does not consume in: confluent-kafka
     hands out one only from a Consumer, which never joins until it polls."""
-    from confluent_kafka import Consumer
-
     consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": group})
     try:
         return consumer.consumer_group_metadata()
