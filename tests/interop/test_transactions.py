@@ -224,3 +224,42 @@ def _aio_tp(topic: str, partition: int) -> Callable[..., object]:
     from aiokafka.structs import TopicPartition as AioTopicPartition
 
     return AioTopicPartition(topic, partition)  # type: ignore[return-value]
+
+
+@pytest.mark.timeout(120)
+def test_transactions_tool_lists_describes_and_aborts(bootstrap: str, topic_name: str, capsys) -> None:
+    """``kafkalab transactions`` against a transaction librdkafka left open."""
+    from kafkalab.tools.cli import main
+
+    def tool(*args: str) -> tuple[int, list[list[str]]]:
+        status = main(["transactions", "--bootstrap-server", bootstrap, *args])
+        out = capsys.readouterr()
+        rows = [[cell.strip() for cell in line.split("\t")[:-1]] for line in out.out.splitlines()]
+        return status, rows or [[out.err]]
+
+    create_topic(bootstrap, topic_name)
+    producer = _confluent(bootstrap, "tool-app")
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic_name, b"open", partition=0)
+    producer.flush(10)
+    status, rows = tool("list")
+    assert status == 0 and rows[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    listed = {row[0]: row[1:] for row in rows[1:]}
+    assert listed["tool-app"][2] == "Ongoing"
+    status, rows = tool("describe", "--transactional-id", "tool-app")
+    assert status == 0 and rows[0][4] == "TransactionState"
+    described = rows[1]
+    assert described[1:3] == ["tool-app", listed["tool-app"][1]] and described[4] == "Ongoing"
+    assert described[8] == f"{topic_name}-0" and int(described[7]) >= 0
+    status, rows = tool("describe-producers", "--topic", topic_name, "--partition", "0")
+    (producer_row,) = rows[1:]
+    assert producer_row[0] == listed["tool-app"][1] and producer_row[5] == "0"  # open since offset 0
+    status, rows = tool("describe", "--transactional-id", "nobody")
+    assert status == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in rows[0][0]
+    # The hanging-transaction remedy: the leader writes an ABORT marker for the open transaction.
+    assert tool("abort", "--topic", topic_name, "--partition", "0", "--start-offset", "0")[0] == 0
+    status, rows = tool("describe-producers", "--topic", topic_name, "--partition", "0")
+    assert rows[1][5] == "None"
+    assert read_committed(bootstrap, topic_name, 0, expected=0) == []
+    assert transactions(bootstrap, topic_name) == [("ABORT", [b"open"])]
