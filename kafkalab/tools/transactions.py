@@ -98,7 +98,7 @@ def _on_node(conn: BrokerConnection, host: str, port: int, call: Callable[[Broke
 def list_transactions(conn: BrokerConnection, args: argparse.Namespace) -> list[str]:
     duration = -1 if args.duration_filter is None else args.duration_filter
     request = _cls(ApiKey.LIST_TRANSACTIONS)(state_filters=(), producer_id_filters=(), duration_filter=duration)
-    rows = []
+    rows: list[list[str]] = []
     for node_id, host, port in _brokers(conn):
         response = _on_node(conn, host, port, lambda c: c.request(ApiKey.LIST_TRANSACTIONS, request))
         check_error(response.error_code, f"list transactions on broker {node_id}")
