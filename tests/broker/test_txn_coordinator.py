@@ -4,6 +4,8 @@ reading what the coordinator wrote."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.tools.cli import main
@@ -89,3 +91,56 @@ def test_dump_log_reads_the_coordinators_records(tmp_path, capsys):
     assert statuses == ["0", "1", "2", "4"]  # Empty, Ongoing, PrepareCommit, CompleteCommit
     assert '"transactionPartitions":[{"topic":"orders","partitionIds":[0]}]' in payloads[2]
     assert '"transactionPartitions":null' in payloads[0]
+
+
+def _kafka_python_call(h: Harness, request: Any, response_class: Any, version: int) -> Any:
+    """Send a request kafka-python encoded and decode the answer with kafka-python (flexible
+    versions: the response header carries an empty tag section)."""
+    h._correlation_id += 1
+    request.with_header(correlation_id=h._correlation_id, client_id="broker-2")
+    h.broker.handle(1, bytes(request.encode(header=True)), h.clock.milliseconds())
+    [out] = h.outgoing()
+    data = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in out.parts)
+    return response_class.decode(data[4 + 4 + 1:], version=version)
+
+
+def test_batched_add_partitions_v4_adds_and_verifies(tmp_path):
+    """The brokers' form (KIP-890), encoded and decoded by kafka-python: two transactions in
+    one request, one adding a partition, one only asking whether its partition was added."""
+    from kafka.protocol.producer import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+
+    h = Harness(tmp_path)
+    h.create_topic("orders", 2)
+    _, pid, epoch = _init(h)
+    R = AddPartitionsToTxnRequest
+    request = R(version=4, transactions=[
+        R.AddPartitionsToTxnTransaction(transactional_id=TXN, producer_id=pid, producer_epoch=epoch,
+                                        verify_only=False, topics=[R.AddPartitionsToTxnTopic(name="orders", partitions=[1])]),
+        R.AddPartitionsToTxnTransaction(transactional_id=TXN, producer_id=pid, producer_epoch=epoch,
+                                        verify_only=True, topics=[R.AddPartitionsToTxnTopic(name="orders", partitions=[0, 1])]),
+    ])
+    response = _kafka_python_call(h, request, AddPartitionsToTxnResponse, 4)
+    results = [{(t.name, p.partition_index): p.partition_error_code for t in r.topic_results for p in t.results_by_partition}
+               for r in response.results_by_transaction]
+    assert results == [{("orders", 1): 0},
+                       {("orders", 0): ErrorCode.TRANSACTION_ABORTABLE, ("orders", 1): 0}]
+    h.close()
+
+
+def test_transaction_timeout_aborts_through_the_brokers_timer(tmp_path):
+    h = Harness(tmp_path)
+    h.create_topic("orders")
+    r = h.call(ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": TXN, "transaction_timeout_ms": 2_000})
+    ids = {"v3_and_below_transactional_id": TXN, "v3_and_below_producer_id": r.producer_id,
+           "v3_and_below_producer_epoch": r.producer_epoch}
+    h.call(ApiKey.ADD_PARTITIONS_TO_TXN, 0, {**ids, "v3_and_below_topics": [{"name": "orders", "partitions": [0]}]})
+    h.advance(1_999)
+    state = h.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [TXN]}).transaction_states[0]
+    assert state.transaction_state == "Ongoing"
+    h.advance(1)
+    state = h.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [TXN]}).transaction_states[0]
+    assert (state.transaction_state, state.producer_epoch) == ("CompleteAbort", r.producer_epoch + 1)
+    assert _end(h, r.producer_id, r.producer_epoch, commit=True) == ErrorCode.PRODUCER_FENCED
+    marker = h.log_store.get_log("orders", 0)
+    assert marker.log_end_offset == 1  # the ABORT marker
+    h.close()
