@@ -3,21 +3,25 @@
 The log is built with bytes from kafka-python only: transactional batches from its
 ``DefaultRecordBatchBuilder`` sent in its ``ProduceRequest``, and COMMIT/ABORT markers written
 through a ``WriteTxnMarkersRequest`` it encodes (what a transaction coordinator sends). Then
-kafka-python's ``KafkaConsumer`` and confluent-kafka's (librdkafka) ``Consumer`` read it: with
+kafka-python's ``KafkaConsumer``, confluent-kafka's (librdkafka) ``Consumer``, aiokafka's
+``AIOKafkaConsumer`` and Kafka's own Java ``KafkaConsumer`` read it: with
 read_committed each must see exactly the committed and non-transactional records and nothing of
 an aborted or still-open transaction; with read_uncommitted everything. Both clients drop aborted
 records using the ``aborted_transactions`` of the Fetch response and stop at its
-``last_stable_offset``, so this checks the broker's side against two independent consumers.
+``last_stable_offset``, so this checks the broker's side against four independent consumers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import time
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KpTopicPartition
@@ -27,6 +31,7 @@ from kafka.protocol.producer import (
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from tests.interop.support import CLIENT_TIMEOUT_MS, DEADLINE_S, create_topic
+from tests.java_client import java_client
 
 IDLE_S = 1.5  # after the expected records, wait this long to be sure no more arrive
 P_COMMIT, P_ABORT, P_ABORT2, P_OPEN = 7001, 7002, 7003, 7004
@@ -176,6 +181,40 @@ def _confluent_values(bootstrap: str, topic: str, isolation: str | None, count: 
         consumer.close()
 
 
+async def _aiokafka_values(bootstrap: str, topic: str, isolation: str, count: int) -> tuple[list[bytes], int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                                request_timeout_ms=CLIENT_TIMEOUT_MS, fetch_max_wait_ms=100, isolation_level=isolation)
+    await consumer.start()
+    try:
+        tp = AioTopicPartition(topic, 0)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        got: list[bytes] = []
+        loop = asyncio.get_running_loop()
+        deadline_s, idle_since = loop.time() + DEADLINE_S, loop.time()
+        while loop.time() < deadline_s:
+            for batch in (await consumer.getmany(timeout_ms=200)).values():
+                got += [m.value for m in batch]
+                idle_since = loop.time()
+            if len(got) >= count and loop.time() - idle_since > IDLE_S:
+                break
+        end = (await consumer.end_offsets([tp]))[tp]
+        return got, end
+    finally:
+        await consumer.stop()
+
+
+@pytest.mark.timeout(120)
+def test_aiokafka_consumer_sees_only_committed_records(bootstrap: str, topic_name: str) -> None:
+    _build_log(bootstrap, topic_name)
+    committed, committed_end = asyncio.run(_aiokafka_values(bootstrap, topic_name, "read_committed", len(COMMITTED)))
+    assert committed == COMMITTED
+    assert committed_end == OPEN_TXN_OFFSET
+    everything, end = asyncio.run(_aiokafka_values(bootstrap, topic_name, "read_uncommitted", len(EVERYTHING)))
+    assert everything == EVERYTHING
+    assert end == LOG_END_OFFSET
+
+
 @pytest.mark.timeout(120)
 def test_kafka_python_consumer_sees_only_committed_records(bootstrap: str, topic_name: str) -> None:
     _build_log(bootstrap, topic_name)
@@ -207,3 +246,16 @@ def test_committing_the_open_transaction_releases_it_to_read_committed(bootstrap
     assert got == [*COMMITTED, b"open1"]
     assert end == LOG_END_OFFSET + 1  # the COMMIT marker at 13
     assert _confluent_values(bootstrap, topic_name, "read_committed", len(COMMITTED) + 1) == [*COMMITTED, b"open1"]
+
+
+@pytest.mark.timeout(180)
+def test_java_consumer_sees_only_committed_records(bootstrap: str, topic_name: str) -> None:
+    client = java_client()  # fetched once per machine; skips with the reason without Java
+    _build_log(bootstrap, topic_name)
+    for isolation, values, end in (("read_committed", COMMITTED, OPEN_TXN_OFFSET),
+                                   ("read_uncommitted", EVERYTHING, LOG_END_OFFSET)):
+        out = client.run("ReadCommittedConsumer", "", bootstrap, topic_name, isolation, str(len(values)),
+                         timeout_s=90)
+        lines = out.splitlines()
+        assert [line[len("value "):].encode() for line in lines if line.startswith("value ")] == values, out
+        assert f"end {end}" in lines, out

@@ -32,6 +32,7 @@ is parked as a ``DelayedFetch`` in the broker's fetch purgatory (see
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
@@ -51,6 +52,7 @@ _R = FETCH_RESPONSE.cls
 _T = _R.FetchableTopicResponse
 _P = _T.PartitionData
 READ_COMMITTED = 1  # isolation_level: 0 read_uncommitted, 1 read_committed (KIP-98)
+ABORTED_ENTRIES_CACHED = 4096  # response entries for aborted transactions kept for reuse
 
 
 def handle_fetch(broker: Broker, request: Request) -> Any:
@@ -150,7 +152,14 @@ class _Offsets(NamedTuple):
 
 
 def _aborted(found: list[AbortedTxn]) -> tuple[Any, ...]:
-    return tuple(_P.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset) for t in found)
+    return tuple(_aborted_entry(t.producer_id, t.first_offset) for t in found)
+
+
+@functools.lru_cache(maxsize=ABORTED_ENTRIES_CACHED)
+def _aborted_entry(producer_id: int, first_offset: int) -> Any:
+    """One response entry; consecutive read_committed fetches name the same aborted
+    transactions again and again, and the messages are immutable, so they are shared."""
+    return _P.AbortedTransaction(producer_id=producer_id, first_offset=first_offset)
 
 
 class _Diverging(Exception):
