@@ -112,6 +112,8 @@ commit p2
     assert transactions(bootstrap, t, 1) == [("COMMIT", [b"b"])]
     assert committed_offset(bootstrap, "java-group", t, 0) == 2  # the aborted 99 never showed
     assert read_committed(bootstrap, t, 0, expected=2) == [b"a", b"e"]
+    java_reader = client.run("ReadCommittedConsumer", "", bootstrap, t, "read_committed", "2", timeout_s=60)
+    assert java_reader.split() == ["value", "a", "value", "e", "end", "8"]  # 4 records, 4 markers
 
 
 def read_committed(bootstrap: str, topic: str, partition: int, expected: int) -> list[bytes]:
