@@ -14,7 +14,8 @@ producer (id, epoch, no sequence, origin COORDINATOR, as Kafka's ``GroupMetadata
 writes it), and the transaction's COMMIT or ABORT marker later lands in the same partition.
 Replay therefore holds back each producer's transactional records until its marker: a COMMIT
 releases them in order, an ABORT drops them, and records of a transaction still open at the
-end of the log are not replayed (the coordinator that decides it re-sends its marker).
+end of the log are handed over by :meth:`BrokerCoordinatorLog.open_transactions` (the group
+coordinator keeps them pending until the marker the transaction coordinator re-sends).
 
 Worked example: the first commit of group ``my-group`` creates ``__consumer_offsets-0`` ..
 ``-49`` and writes one batch at offset 0 of partition 12.
@@ -46,6 +47,7 @@ class BrokerCoordinatorLog:
         self.partition_count = partition_count
         self.segment_bytes = segment_bytes
         self.topic = topic
+        self._open: dict[int, list[tuple[int, bytes, bytes | None]]] = {}
 
     def append(self, partition: int, records: Sequence[KeyValue], now_ms: int,
                producer: tuple[int, int] | None = None) -> int:
@@ -64,6 +66,7 @@ class BrokerCoordinatorLog:
         return info.first_offset
 
     def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
+        self._open = {}
         if self.broker.topics.get(self.topic) is None:
             return
         for partition in range(self.partition_count):
@@ -81,6 +84,11 @@ class BrokerCoordinatorLog:
                     for record in _committed(batch, offset, open_transactions):
                         yield partition, record.key or b"", record.value
                     offset = batch.last_offset + 1
+            for producer_id, held in open_transactions.items():
+                self._open.setdefault(producer_id, []).extend((partition, r.key or b"", r.value) for r in held)
+
+    def open_transactions(self) -> dict[int, list[tuple[int, bytes, bytes | None]]]:
+        return self._open
 
     def ensure_topic(self) -> None:
         """Create the topic if it does not exist yet."""

@@ -31,7 +31,13 @@ class CoordinatorLog(Protocol):
         ...
 
     def replay(self) -> Iterable[tuple[int, bytes, bytes | None]]:
-        """Every record (partition, key, value) of the topic, in offset order per partition."""
+        """Every record (partition, key, value) of the topic, in offset order per partition;
+        a transaction's records only once its COMMIT marker follows them."""
+        ...
+
+    def open_transactions(self) -> dict[int, list[tuple[int, bytes, bytes | None]]]:
+        """After :meth:`replay`: producer id -> the records of its transaction that no marker
+        has decided yet, in log order."""
         ...
 
 
@@ -52,3 +58,6 @@ class MemoryCoordinatorLog:
         for partition, records in sorted(self.partitions.items()):
             for key, value in records:
                 yield partition, key, value
+
+    def open_transactions(self) -> dict[int, list[tuple[int, bytes, bytes | None]]]:
+        return {}  # transactional appends are kept like any other here

@@ -38,7 +38,18 @@ from typing import TYPE_CHECKING
 
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.group import ClassicGroup
-from kafkalab.group.records import OffsetCommitValue, group_metadata_key, offset_commit_key, offset_commit_value
+from kafkalab.group.records import (
+    LEGACY_OFFSET_COMMIT_TYPE,
+    OFFSET_COMMIT_TYPE,
+    OffsetCommitValue,
+    OffsetKey,
+    decode_key,
+    decode_offset_value,
+    group_metadata_key,
+    offset_commit_key,
+    offset_commit_value,
+    record_type,
+)
 from kafkalab.group.state import GroupState
 from kafkalab.protocol.messages.consumer_protocol import CONSUMER_PROTOCOL_SUBSCRIPTION, PROTOCOL_TYPE
 from kafkalab.protocol.types import Reader
@@ -170,6 +181,21 @@ class OffsetStore:
                 self.offsets.setdefault(group_id, {}).update(offsets)
         if not by_group:
             self.pending.pop(producer_id, None)
+
+    def load_pending(self, open_transactions: dict[int, list[tuple[int, bytes, bytes | None]]]) -> None:
+        """At load: the offset commits of transactions the log leaves undecided become pending
+        again (Kafka's loader keeps them in ``pendingTransactionalOffsetCommits``)."""
+        for producer_id, records in open_transactions.items():
+            for _partition, key_bytes, value_bytes in records:
+                if value_bytes is None or record_type(key_bytes) not in (LEGACY_OFFSET_COMMIT_TYPE, OFFSET_COMMIT_TYPE):
+                    continue
+                key = decode_key(key_bytes)
+                assert isinstance(key, OffsetKey)
+                value = decode_offset_value(value_bytes)
+                committed = CommittedOffset(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
+                self.pending.setdefault(producer_id, {}).setdefault(key.group, {})[(key.topic, key.partition)] = committed
+                if key.group not in self.coordinator.groups:
+                    self.coordinator.groups[key.group] = ClassicGroup(key.group, state_timestamp_ms=value.commit_timestamp)
 
     def has_pending(self, group_id: str, partition: TopicPartition) -> bool:
         """Does an open transaction hold an offset of ``partition`` for ``group_id``?"""

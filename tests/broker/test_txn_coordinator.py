@@ -60,13 +60,37 @@ def test_offsets_become_visible_with_the_commit_and_survive_a_restart(tmp_path):
 
     again = Harness(tmp_path)
     assert _fetch(again) == (0, 5)
+    assert _fetch(again, require_stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)  # 11 is pending again
     described = again.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [TXN]}).transaction_states[0]
     assert (described.transaction_state, described.producer_id, described.topics[0].topic) == (
         "Ongoing", pid, "__consumer_offsets")
     assert _init(again)[0] == ErrorCode.CONCURRENT_TRANSACTIONS  # the open transaction is aborted first
     assert _init(again) == (0, pid, epoch + 2)
-    assert _fetch(again, require_stable=True) == (0, 5)
+    assert _fetch(again, require_stable=True) == (0, 5)  # the fence's ABORT marker dropped 11
     again.close()
+
+
+def test_offsets_of_a_prepared_commit_survive_a_crash_before_the_markers(tmp_path):
+    """PrepareCommit is written but the broker stops before any marker: on restart the group
+    coordinator holds the offset pending and the transaction coordinator finishes the commit."""
+    h = Harness(tmp_path)
+    h.create_topic("orders")
+    _, pid, epoch = _init(h)
+    _send_offset(h, pid, epoch, 21)
+    coordinator = h.broker.txn_coordinator
+    coordinator.channel = _Lost()  # markers never arrive
+    assert _end(h, pid, epoch, commit=True) == 0
+    h.close()
+    again = Harness(tmp_path)  # load: PrepareCommit found, markers re-sent in process
+    assert _fetch(again, require_stable=True) == (0, 21)
+    state = again.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [TXN]}).transaction_states[0]
+    assert state.transaction_state == "CompleteCommit"
+    again.close()
+
+
+class _Lost:
+    def send(self, request: Any, on_complete: Any) -> None:
+        pass
 
 
 def test_dump_log_reads_the_coordinators_records(tmp_path, capsys):
