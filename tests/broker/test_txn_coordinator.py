@@ -168,3 +168,15 @@ def test_transaction_timeout_aborts_through_the_brokers_timer(tmp_path):
     marker = h.log_store.get_log("orders", 0)
     assert marker.log_end_offset == 1  # the ABORT marker
     h.close()
+
+
+def test_kip_360_request_must_name_both_producer_id_and_epoch(tmp_path):
+    h = Harness(tmp_path)
+    body = {"transactional_id": TXN, "transaction_timeout_ms": 60_000}
+    first = h.call(ApiKey.INIT_PRODUCER_ID, 3, {**body, "producer_id": -1, "producer_epoch": -1})
+    assert first.error_code == 0
+    half = h.call(ApiKey.INIT_PRODUCER_ID, 3, {**body, "producer_id": first.producer_id, "producer_epoch": -1})
+    assert half.error_code == ErrorCode.INVALID_REQUEST
+    bumped = h.call(ApiKey.INIT_PRODUCER_ID, 3, {**body, "producer_id": first.producer_id, "producer_epoch": 0})
+    assert (bumped.error_code, bumped.producer_epoch) == (0, 1)
+    h.close()

@@ -46,6 +46,8 @@ def handle_init_producer_id(broker: Broker, request: Request) -> Any:
     body = request.body
     R = INIT_PRODUCER_ID_RESPONSE.cls
     if body.transactional_id is not None:
+        if (body.producer_id < 0) != (body.producer_epoch < 0):  # KIP-360 names both or neither
+            return R(error_code=ErrorCode.INVALID_REQUEST)
         expected = (body.producer_id, body.producer_epoch) if body.producer_id >= 0 else None
         result = broker.txn_coordinator.init_producer_id(body.transactional_id, body.transaction_timeout_ms,
                                                          expected, request.now_ms)
