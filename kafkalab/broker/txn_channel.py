@@ -38,12 +38,20 @@ class InProcessMarkerChannel:
         self.clock_ms = clock_ms  # the markers' CreateTime
 
     def send(self, request: MarkerRequest, on_complete: Callable[[MarkerResults], None]) -> None:
+        # A partition whose topic was deleted needs no marker (Kafka's channel manager drops it
+        # when the metadata no longer knows the topic); every other one is appended.
+        deleted = {tp for tp in request.partitions if self.broker.topics.get(tp[0]) is None}
+        wanted = tuple(tp for tp in request.partitions if tp not in deleted)
+        if not wanted:
+            on_complete({tp: ErrorCode.NONE for tp in deleted})
+            return
         marker = TxnMarker(request.producer_id, request.producer_epoch, request.coordinator_epoch,
-                           request.commit, request.partitions)
+                           request.commit, wanted)
 
         def done(results: list[TxnMarkerResult]) -> None:
             complete_offset_commits(self.broker, request.producer_id, request.commit, results)
-            on_complete({(r.topic, r.partition): ErrorCode(r.error_code) for r in results})
+            answers = {(r.topic, r.partition): ErrorCode(r.error_code) for r in results}
+            on_complete({**answers, **{tp: ErrorCode.NONE for tp in deleted}})
 
         write_txn_markers(self.broker, [marker], self.clock_ms(), done,
                           name=f"txn-markers-{request.producer_id}")

@@ -180,3 +180,20 @@ def test_kip_360_request_must_name_both_producer_id_and_epoch(tmp_path):
     bumped = h.call(ApiKey.INIT_PRODUCER_ID, 3, {**body, "producer_id": first.producer_id, "producer_epoch": 0})
     assert (bumped.error_code, bumped.producer_epoch) == (0, 1)
     h.close()
+
+
+def test_a_deleted_topic_does_not_hold_the_commit_back(tmp_path):
+    h = Harness(tmp_path)
+    h.create_topic("orders")
+    h.create_topic("gone")
+    _, pid, epoch = _init(h)
+    ids = {"v3_and_below_transactional_id": TXN, "v3_and_below_producer_id": pid,
+           "v3_and_below_producer_epoch": epoch}
+    h.call(ApiKey.ADD_PARTITIONS_TO_TXN, 0, {**ids, "v3_and_below_topics": [
+        {"name": "orders", "partitions": [0]}, {"name": "gone", "partitions": [0]}]})
+    assert h.call(ApiKey.DELETE_TOPICS, 4, {"topic_names": ["gone"], "timeout_ms": 1000}).responses[0].error_code == 0
+    assert _end(h, pid, epoch, commit=True) == 0
+    state = h.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [TXN]}).transaction_states[0]
+    assert state.transaction_state == "CompleteCommit"
+    assert h.log_store.get_log("orders", 0).log_end_offset == 1  # its COMMIT marker
+    h.close()
