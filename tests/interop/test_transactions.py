@@ -265,3 +265,24 @@ def test_transactions_tool_lists_describes_and_aborts(bootstrap: str, topic_name
     assert rows[1][5] == "None"
     assert read_committed(bootstrap, topic_name, 0, expected=0) == []
     assert transactions(bootstrap, topic_name) == [("ABORT", [b"open"])]
+
+
+@pytest.mark.timeout(120)
+def test_java_admin_lists_and_describes_an_open_transaction(bootstrap: str, topic_name: str) -> None:
+    """Kafka's own Admin client (listTransactions, describeTransactions, describeProducers)
+    decodes kafkalab's answers about a transaction librdkafka left open."""
+    client = java_client()
+    create_topic(bootstrap, topic_name)
+    producer = _confluent(bootstrap, "admin-app")
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic_name, b"x", partition=0)
+    producer.produce(topic_name, b"y", partition=0)
+    producer.flush(10)
+    lines = client.run("TransactionsAdmin", "", bootstrap, "admin-app", topic_name, timeout_s=60).splitlines()
+    listing = [line.split() for line in lines if line.startswith("listing admin-app ")]
+    assert len(listing) == 1 and listing[0][3] == "Ongoing"
+    producer_id = listing[0][2]
+    assert f"describe Ongoing {producer_id} 0 60000 {topic_name}-0" in lines
+    assert f"producer {producer_id} 0 1 0" in lines  # sequences 0-1, open since offset 0
+    producer.abort_transaction(30)
