@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from kafkalab.errors import KafkaError
 from kafkalab.group.log import KeyValue
 from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.records import Record, RecordBatch, build_batch, iter_batches
@@ -62,7 +63,11 @@ class BrokerCoordinatorLog:
                             producer_id=producer_id, producer_epoch=producer_epoch,
                             is_transactional=producer is not None)
         origin = AppendOrigin.CLIENT if producer is None else AppendOrigin.COORDINATOR
-        info = hosted.partition.append_records_to_leader(batch, ACKS_ALL, now_ms, origin=origin)
+        try:
+            info = hosted.partition.append_records_to_leader(batch, ACKS_ALL, now_ms, origin=origin)
+        except KafkaError as error:
+            self.broker.on_storage_error(error)  # a failed disk goes offline even if the caller copes
+            raise
         return info.first_offset
 
     def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
