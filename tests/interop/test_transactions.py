@@ -286,3 +286,35 @@ def test_java_admin_lists_and_describes_an_open_transaction(bootstrap: str, topi
     assert f"describe Ongoing {producer_id} 0 60000 {topic_name}-0" in lines
     assert f"producer {producer_id} 0 1 0" in lines  # sequences 0-1, open since offset 0
     producer.abort_transaction(30)
+
+
+@pytest.mark.timeout(120)
+def test_kafka_python_transactions_and_fencing(bootstrap: str, topic_name: str) -> None:
+    """kafka-python 3.0 speaks the flexible versions (AddPartitionsToTxn v3, EndTxn v3,
+    TxnOffsetCommit v3, FindCoordinator v4)."""
+    from kafka import KafkaProducer
+    from kafka.errors import ProducerFencedError
+    from kafka.structs import OffsetAndMetadata
+
+    create_topic(bootstrap, topic_name)
+
+    def producer() -> KafkaProducer:
+        return KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kafka-python-app",
+                             request_timeout_ms=CLIENT_TIMEOUT_MS, max_block_ms=CLIENT_TIMEOUT_MS)
+
+    first = producer()
+    first.init_transactions()
+    first.begin_transaction()
+    first.send(topic_name, b"kp-1", partition=0).get(timeout=10)
+    first.send_offsets_to_transaction({KafkaTopicPartition(topic_name, 0): OffsetAndMetadata(4, "", -1)}, "kp-group")
+    first.commit_transaction()
+    first.begin_transaction()
+    first.send(topic_name, b"kp-2", partition=0).get(timeout=10)
+    second = producer()
+    second.init_transactions()  # aborts kp-2 and fences the first producer
+    with pytest.raises(ProducerFencedError):
+        first.commit_transaction()
+    first.close(timeout=5)
+    second.close(timeout=5)
+    assert transactions(bootstrap, topic_name) == [("COMMIT", [b"kp-1"]), ("ABORT", [b"kp-2"])]
+    assert committed_offset(bootstrap, "kp-group", topic_name, 0) == 4
