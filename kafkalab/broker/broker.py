@@ -258,7 +258,15 @@ class Broker:
             self.config_store, node, "transaction.state.log.segment.bytes"), topic=TRANSACTION_STATE_TOPIC)
         return TransactionCoordinator(txn_settings, log, InProcessMarkerChannel(self, clock_ms),
                                       lambda: producer_id.next_producer_id(self, clock_ms()),
-                                      Scheduler(self.timer), clock_ms)
+                                      Scheduler(self.timer), clock_ms, owns_partition=self._leads_transaction_state)
+
+    def _leads_transaction_state(self, partition: int) -> bool:
+        """True if this broker leads ``__transaction_state`` partition ``partition`` -- or the
+        topic does not exist yet (the coordinator's first write creates it, here)."""
+        if self.controller.image.partition(TRANSACTION_STATE_TOPIC, partition) is None:
+            return True
+        hosted = self.topics.partition(TRANSACTION_STATE_TOPIC, partition)
+        return hosted is not None and hosted.partition.is_leader
 
     def _leave_controller(self) -> None:
         """Stop following the controller's images (idempotent)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from kafkalab.errors import KafkaError
+from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.log import KeyValue
 from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.records import Record, RecordBatch, build_batch, iter_batches
@@ -55,7 +55,9 @@ class BrokerCoordinatorLog:
         """``producer`` (id, epoch): append as that producer's transactional batch."""
         self.ensure_topic()
         hosted = self.broker.topics.partition(self.topic, partition)
-        assert hosted is not None, f"{self.topic}-{partition} exists once the topic does"
+        if hosted is None:  # in a cluster, another broker may hold the partition
+            raise KafkaError(f"{self.topic}-{partition} has no replica on broker {self.broker.settings.node_id}",
+                             error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
         base_offset = hosted.log.log_end_offset
         producer_id, producer_epoch = producer if producer is not None else (-1, -1)
         batch = build_batch([Record(base_offset + index, now_ms, key, value)

@@ -96,7 +96,8 @@ class TransactionCoordinator:
 
     def __init__(self, settings: TxnSettings, log: CoordinatorLog, channel: MarkerChannel,
                  allocate_producer_id: Callable[[], int], scheduler: Scheduler,
-                 clock_ms: Callable[[], int], coordinator_epoch: int = 0) -> None:
+                 clock_ms: Callable[[], int], coordinator_epoch: int = 0,
+                 owns_partition: Callable[[int], bool] = lambda partition: True) -> None:
         self.settings = settings
         self.log = log
         self.channel = channel
@@ -104,11 +105,17 @@ class TransactionCoordinator:
         self.scheduler = scheduler
         self.clock_ms = clock_ms  # wall-clock ms for the timestamps a timer event writes
         self.coordinator_epoch = coordinator_epoch
+        # Does this node lead that __transaction_state partition? Ids of other partitions are
+        # answered NOT_COORDINATOR, so the client looks its coordinator up again.
+        self.owns_partition = owns_partition
         self.transactions: dict[str, TransactionMetadata] = {}
         self._timeouts: dict[str, ScheduledTask] = {}
 
     def partition_of(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.settings.state_partitions)
+
+    def _not_mine(self, transactional_id: str) -> bool:
+        return not self.owns_partition(self.partition_of(transactional_id))
 
     # --- InitProducerId -------------------------------------------------------------------
 
@@ -119,6 +126,8 @@ class TransactionCoordinator:
             return InitProducerIdResult(E.INVALID_REQUEST)
         if not 0 < timeout_ms <= self.settings.max_timeout_ms:
             return InitProducerIdResult(E.INVALID_TRANSACTION_TIMEOUT)
+        if self._not_mine(transactional_id):
+            return InitProducerIdResult(E.NOT_COORDINATOR)
         metadata = self.transactions.get(transactional_id)
         if metadata is None:
             metadata = TransactionMetadata(transactional_id, self.allocate_producer_id(), timeout_ms=timeout_ms,
@@ -192,6 +201,8 @@ class TransactionCoordinator:
         """The id's metadata if the request's producer id and epoch are its current ones."""
         if not transactional_id:
             return None, E.INVALID_REQUEST
+        if self._not_mine(transactional_id):
+            return None, E.NOT_COORDINATOR
         metadata = self.transactions.get(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
             return None, E.INVALID_PRODUCER_ID_MAPPING
@@ -208,6 +219,8 @@ class TransactionCoordinator:
         AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS until they are)."""
         if not transactional_id:
             return E.INVALID_REQUEST
+        if self._not_mine(transactional_id):
+            return E.NOT_COORDINATOR
         event = TxnEvent.COMMIT if commit else TxnEvent.ABORT
         return self._end(transactional_id, producer_id, producer_epoch, event, now_ms, from_client=True)
 
@@ -353,6 +366,8 @@ class TransactionCoordinator:
         for an unknown or expiring one."""
         if not transactional_id:
             return E.INVALID_REQUEST, None
+        if self._not_mine(transactional_id):
+            return E.NOT_COORDINATOR, None
         metadata = self.transactions.get(transactional_id)
         if metadata is None or metadata.state is S.DEAD:
             return E.TRANSACTIONAL_ID_NOT_FOUND, None

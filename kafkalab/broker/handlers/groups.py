@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.broker.handlers.txn import transaction_coordinator
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode
 from kafkalab.group.coordinator import JoinRequest, JoinResult, SyncResult
@@ -51,8 +52,9 @@ def handle_find_coordinator(broker: Broker, request: Request) -> Any:
         keys = (body.key,)
     answers = []
     for key in keys:
-        # A lone broker leads every partition of __consumer_offsets and __transaction_state.
-        if body.key_type == GROUP_KEY_TYPE or (body.key_type == TRANSACTION_KEY_TYPE and key):
+        if body.key_type == TRANSACTION_KEY_TYPE and key:
+            answers.append(_FC.Coordinator(key=key, **transaction_coordinator(broker, key)))
+        elif body.key_type == GROUP_KEY_TYPE:  # a lone broker leads every __consumer_offsets partition
             answers.append(_FC.Coordinator(key=key, node_id=settings.node_id, host=settings.host,
                                            port=settings.port, error_code=0))
         else:

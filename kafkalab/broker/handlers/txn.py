@@ -4,7 +4,9 @@ The handlers never touch transaction state; :class:`kafkalab.txn.coordinator.Tra
 owns it, and TxnOffsetCommit goes to the group coordinator, which owns the offsets. Each answers
 at once: on one node every ``__transaction_state`` append is committed when it returns.
 
-AddPartitionsToTxn checks the partitions exist first, as Kafka's ``KafkaApis`` does: if any is
+FindCoordinator for a transactional id (key_type 1) names the leader of its
+``__transaction_state`` partition; the coordinator answers NOT_COORDINATOR for ids whose
+partition another broker leads. AddPartitionsToTxn checks the partitions exist first, as Kafka's ``KafkaApis`` does: if any is
 unknown, those get UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and the
 transaction is left as it was. AddOffsetsToTxn adds the group's ``__consumer_offsets``
 partition, creating the topic first if no group has committed yet, so its marker has a place
@@ -35,12 +37,27 @@ from kafkalab.protocol.messages.transactions import (
     LIST_TRANSACTIONS_RESPONSE,
     TXN_OFFSET_COMMIT_RESPONSE,
 )
+from kafkalab.txn.coordinator import TRANSACTION_STATE_TOPIC
 from kafkalab.txn.records import TopicPartition
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
 
 BATCHED_ADD_PARTITIONS_VERSION = 4  # KIP-890: brokers' batched, verifying form
+
+
+def transaction_coordinator(broker: Broker, transactional_id: str) -> dict[str, Any]:
+    """FindCoordinator's answer for a transactional id: the leader of its ``__transaction_state``
+    partition, or this broker while the topic does not exist yet (its first write creates it)."""
+    image = broker.controller.image
+    registration = image.partition(TRANSACTION_STATE_TOPIC, broker.txn_coordinator.partition_of(transactional_id))
+    if registration is None:
+        settings = broker.settings
+        return {"node_id": settings.node_id, "host": settings.host, "port": settings.port, "error_code": 0}
+    leader = image.brokers.get(registration.leader)
+    if leader is None or leader.fenced:
+        return {"node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    return {"node_id": leader.broker_id, "host": leader.host, "port": leader.port, "error_code": 0}
 _AP = ADD_PARTITIONS_TO_TXN_RESPONSE.cls
 _TOPIC_RESULT = _AP.AddPartitionsToTxnTopicResult
 _PARTITION_RESULT = _TOPIC_RESULT.AddPartitionsToTxnPartitionResult
