@@ -19,6 +19,10 @@ Kafka's ``loadTransactionsForTxnTopicPartition`` does. The state table
 transactional id or another producer id is INVALID_PRODUCER_ID_MAPPING, an older epoch
 PRODUCER_FENCED.
 
+The coordinator of an id is the leader of its ``__transaction_state`` partition
+(:func:`partition_for`); requests for ids of partitions another broker leads are answered
+NOT_COORDINATOR, and the client asks FindCoordinator again.
+
 *Fencing.* An InitProducerId that finds a transaction Ongoing (a new instance of the producer
 took over) bumps the epoch and aborts that transaction first, answering CONCURRENT_TRANSACTIONS;
 the client retries and, once the abort completed, gets the epoch bumped once more. The same
