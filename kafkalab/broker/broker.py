@@ -51,7 +51,9 @@ from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
+from kafkalab.broker.handlers.txn import TXN_HANDLERS
 from kafkalab.broker.handlers.txn_markers import handle_write_txn_markers
+from kafkalab.broker.txn_channel import InProcessMarkerChannel
 from kafkalab.broker.log_store import LogStore, PartitionLog
 from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
@@ -63,6 +65,8 @@ from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
 from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
+from kafkalab.timer import Scheduler
+from kafkalab.txn.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnSettings
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import (
     decode_request_body,
@@ -125,11 +129,10 @@ class Broker:
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
         self.client_hosts: dict[int, str] = {}  # by connection, filled in by the network adapter
         group_settings = _group_settings(config_store, str(settings.node_id))
-        self.group_coordinator = GroupCoordinator(
-            group_settings,
-            BrokerCoordinatorLog(self, group_settings.offsets_partitions, _broker_int(
-                config_store, str(settings.node_id), "offsets.topic.segment.bytes")),
-            timer, rng, clock_ms)
+        self.offsets_log = BrokerCoordinatorLog(self, group_settings.offsets_partitions, _broker_int(
+            config_store, str(settings.node_id), "offsets.topic.segment.bytes"))
+        self.group_coordinator = GroupCoordinator(group_settings, self.offsets_log, timer, rng, clock_ms)
+        self.txn_coordinator = self._transaction_coordinator(clock_ms or timer.now_ms)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
         self.log_dir_failures = LogDirFailureChannel(log_store.log_dirs)
@@ -244,6 +247,27 @@ class Broker:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _transaction_coordinator(self, clock_ms: Callable[[], int]) -> TransactionCoordinator:
+        """The transaction coordinator over ``__transaction_state``, sending markers in process."""
+        node = str(self.settings.node_id)
+        txn_settings = TxnSettings(
+            state_partitions=_broker_int(self.config_store, node, "transaction.state.log.num.partitions"),
+            max_timeout_ms=_broker_int(self.config_store, node, "transaction.max.timeout.ms"),
+            transactional_id_expiration_ms=_broker_int(self.config_store, node, "transactional.id.expiration.ms"))
+        log = BrokerCoordinatorLog(self, txn_settings.state_partitions, _broker_int(
+            self.config_store, node, "transaction.state.log.segment.bytes"), topic=TRANSACTION_STATE_TOPIC)
+        return TransactionCoordinator(txn_settings, log, InProcessMarkerChannel(self, clock_ms),
+                                      lambda: producer_id.next_producer_id(self, clock_ms()),
+                                      Scheduler(self.timer), clock_ms, owns_partition=self._leads_transaction_state)
+
+    def _leads_transaction_state(self, partition: int) -> bool:
+        """True if this broker leads ``__transaction_state`` partition ``partition`` -- or the
+        topic does not exist yet (the coordinator's first write creates it, here)."""
+        if self.controller.image.partition(TRANSACTION_STATE_TOPIC, partition) is None:
+            return True
+        hosted = self.topics.partition(TRANSACTION_STATE_TOPIC, partition)
+        return hosted is not None and hosted.partition.is_leader
+
     def _leave_controller(self) -> None:
         """Stop following the controller's images (idempotent)."""
         self._unsubscribe()
@@ -294,6 +318,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,
+    **TXN_HANDLERS,
 }
 
 

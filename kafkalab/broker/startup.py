@@ -80,6 +80,13 @@ def open_broker(
     broker.housekeeping.tasks["delete-expired-group-metadata"] = PeriodicTask(
         scheduler, "delete-expired-group-metadata", expiry_ms,
         lambda: coordinator.expire_offsets(clock.milliseconds()), broker.housekeeping.errors)
+    broker.txn_coordinator.load(clock.milliseconds())
+    txn_expiry_ms = broker_value(config_store.layers(), str(settings.node_id),
+                                 "transactions.remove.expired.transaction.cleanup.interval.ms")
+    assert isinstance(txn_expiry_ms, int)
+    broker.housekeeping.tasks["transactionalId-expiration"] = PeriodicTask(
+        scheduler, "transactionalId-expiration", txn_expiry_ms,
+        lambda: broker.txn_coordinator.expire_transactional_ids(clock.milliseconds()), broker.housekeeping.errors)
     # Kafka's ReplicaManager checks every replica.lag.time.max.ms / 2 for followers to drop.
     isr_check_ms = broker.replica_manager.settings.replica_lag_time_max_ms // 2
     broker.housekeeping.tasks["isr-expiration"] = PeriodicTask(

@@ -547,6 +547,7 @@ class GroupCoordinator:
         records replayed. Loaded members get a fresh session, as Kafka schedules on load."""
         self.now_ms = now_ms
         count = replay(self, self.log.replay())
+        self.offsets.load_pending(self.log.open_transactions())
         for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)

@@ -23,12 +23,21 @@ KeyValue = tuple[bytes, bytes | None]  # a None value is a tombstone
 class CoordinatorLog(Protocol):
     """Durable, ordered storage for one coordinator's internal topic."""
 
-    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> int:
-        """Append ``records`` to ``partition`` as one batch; return its base offset."""
+    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int,
+               producer: tuple[int, int] | None = None) -> int:
+        """Append ``records`` to ``partition`` as one batch; return its base offset. With
+        ``producer`` (id, epoch) the batch belongs to that producer's transaction: replay
+        applies it only once the transaction's COMMIT marker follows it."""
         ...
 
     def replay(self) -> Iterable[tuple[int, bytes, bytes | None]]:
-        """Every record (partition, key, value) of the topic, in offset order per partition."""
+        """Every record (partition, key, value) of the topic, in offset order per partition;
+        a transaction's records only once its COMMIT marker follows them."""
+        ...
+
+    def open_transactions(self) -> dict[int, list[tuple[int, bytes, bytes | None]]]:
+        """After :meth:`replay`: producer id -> the records of its transaction that no marker
+        has decided yet, in log order."""
         ...
 
 
@@ -38,7 +47,8 @@ class MemoryCoordinatorLog:
     def __init__(self) -> None:
         self.partitions: dict[int, list[KeyValue]] = {}
 
-    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> int:
+    def append(self, partition: int, records: Sequence[KeyValue], now_ms: int,
+               producer: tuple[int, int] | None = None) -> int:
         log = self.partitions.setdefault(partition, [])
         base_offset = len(log)
         log.extend(records)
@@ -48,3 +58,6 @@ class MemoryCoordinatorLog:
         for partition, records in sorted(self.partitions.items()):
             for key, value in records:
                 yield partition, key, value
+
+    def open_transactions(self) -> dict[int, list[tuple[int, bytes, bytes | None]]]:
+        return {}  # transactional appends are kept like any other here

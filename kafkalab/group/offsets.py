@@ -19,6 +19,12 @@ its base time -- its explicit expire timestamp if the commit had one (v2-v4
 became Empty, else the commit time. Offsets of non-empty consumer groups do not expire. Each
 expired offset gets a tombstone; an Empty group left without offsets becomes Dead.
 
+A *transactional* commit (TxnOffsetCommit, KIP-98) is written the same way but as a batch of
+the producer's transaction, and held in :attr:`OffsetStore.pending` until the transaction's
+marker lands in the group's ``__consumer_offsets`` partition (Kafka's
+``GroupMetadata.completePendingTxnOffsetCommit``): COMMIT makes the offsets visible, ABORT drops
+them. Meanwhile OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them.
+
 Worked example: group ``g`` goes Empty at t=0 with ``orders-0`` committed; with retention
 10080 minutes the check at t=604_800_000 writes a tombstone for ``(g, orders, 0)`` and one for
 group ``g``, which is then gone from ListGroups.
@@ -32,7 +38,18 @@ from typing import TYPE_CHECKING
 
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.group import ClassicGroup
-from kafkalab.group.records import OffsetCommitValue, group_metadata_key, offset_commit_key, offset_commit_value
+from kafkalab.group.records import (
+    LEGACY_OFFSET_COMMIT_TYPE,
+    OFFSET_COMMIT_TYPE,
+    OffsetCommitValue,
+    OffsetKey,
+    decode_key,
+    decode_offset_value,
+    group_metadata_key,
+    offset_commit_key,
+    offset_commit_value,
+    record_type,
+)
 from kafkalab.group.state import GroupState
 from kafkalab.protocol.messages.consumer_protocol import CONSUMER_PROTOCOL_SUBSCRIPTION, PROTOCOL_TYPE
 from kafkalab.protocol.types import Reader
@@ -74,6 +91,8 @@ class OffsetStore:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # producer id -> group id -> offsets its open transaction committed
+        self.pending: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = {}
 
     def commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                commits: Sequence[OffsetCommit], retention_ms: int, api_version: int, now_ms: int) -> list[int]:
@@ -102,6 +121,85 @@ class OffsetStore:
             coordinator.log.append(coordinator.partition_of(group_id), records, now_ms)
             self.offsets.setdefault(group_id, {}).update(accepted)
         return results
+
+    def txn_commit(self, group_id: str, producer: tuple[int, int], generation_id: int, member_id: str,
+                   instance_id: str | None, commits: Sequence[OffsetCommit], now_ms: int) -> list[int]:
+        """TxnOffsetCommit: one error code per commit; accepted offsets wait for the marker."""
+        coordinator = self.coordinator
+        coordinator.now_ms = now_ms
+        error = self._check_txn_commit(group_id, generation_id, member_id, instance_id, now_ms)
+        if error:
+            return [error] * len(commits)
+        limit = coordinator.settings.offset_metadata_max_bytes
+        results: list[int] = []
+        records: list[tuple[bytes, bytes | None]] = []
+        accepted = []
+        for commit in commits:
+            metadata = commit.metadata or ""
+            if len(metadata.encode()) > limit:
+                results.append(E.OFFSET_METADATA_TOO_LARGE)
+                continue
+            value = CommittedOffset(commit.offset, commit.leader_epoch, metadata, now_ms)
+            records.append((offset_commit_key(group_id, commit.topic, commit.partition),
+                            offset_commit_value(_record(value))))
+            accepted.append(((commit.topic, commit.partition), value))
+            results.append(E.NONE)
+        if records:
+            coordinator.log.append(coordinator.partition_of(group_id), records, now_ms, producer=producer)
+            self.pending.setdefault(producer[0], {}).setdefault(group_id, {}).update(accepted)
+        return results
+
+    def _check_txn_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                          now_ms: int) -> int:
+        """Kafka's classic ``doTxnCommitOffsets`` checks: a transactional producer that is no
+        group member (generation -1, no member id) may commit to any group."""
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        coordinator = self.coordinator
+        group = coordinator.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return E.ILLEGAL_GENERATION
+            group = coordinator.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=now_ms)
+        if group.is_in(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if instance_id is not None and group.member_for_instance(instance_id) not in (None, member_id):
+            return E.FENCED_INSTANCE_ID
+        if member_id and member_id not in group.members:
+            return E.UNKNOWN_MEMBER_ID
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return E.ILLEGAL_GENERATION
+        return E.NONE
+
+    def complete_transaction(self, producer_id: int, commit: bool, partitions: Sequence[int]) -> None:
+        """The producer's marker landed in these ``__consumer_offsets`` partitions: make its
+        pending offsets of the groups there visible (COMMIT) or drop them (ABORT)."""
+        by_group = self.pending.get(producer_id, {})
+        for group_id in [g for g in by_group if self.coordinator.partition_of(g) in partitions]:
+            offsets = by_group.pop(group_id)
+            if commit:
+                self.offsets.setdefault(group_id, {}).update(offsets)
+        if not by_group:
+            self.pending.pop(producer_id, None)
+
+    def load_pending(self, open_transactions: dict[int, list[tuple[int, bytes, bytes | None]]]) -> None:
+        """At load: the offset commits of transactions the log leaves undecided become pending
+        again (Kafka's loader keeps them in ``pendingTransactionalOffsetCommits``)."""
+        for producer_id, records in open_transactions.items():
+            for _partition, key_bytes, value_bytes in records:
+                if value_bytes is None or record_type(key_bytes) not in (LEGACY_OFFSET_COMMIT_TYPE, OFFSET_COMMIT_TYPE):
+                    continue
+                key = decode_key(key_bytes)
+                assert isinstance(key, OffsetKey)
+                value = decode_offset_value(value_bytes)
+                committed = CommittedOffset(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
+                self.pending.setdefault(producer_id, {}).setdefault(key.group, {})[(key.topic, key.partition)] = committed
+                if key.group not in self.coordinator.groups:
+                    self.coordinator.groups[key.group] = ClassicGroup(key.group, state_timestamp_ms=value.commit_timestamp)
+
+    def has_pending(self, group_id: str, partition: TopicPartition) -> bool:
+        """Does an open transaction hold an offset of ``partition`` for ``group_id``?"""
+        return any(partition in groups.get(group_id, {}) for groups in self.pending.values())
 
     def _check_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                       api_version: int, now_ms: int) -> int:

@@ -11,15 +11,13 @@ Two are deliberately wider or narrower:
   librdkafka 2.0.2 turns its balanced consumer on only when each range includes 0, and LZ4 only
   when FindCoordinator's does (kafka-facts A3). OffsetCommit starts at v2 and OffsetFetch at
   v1, Kafka 4.0's minimums (KIP-896); librdkafka's pinned OffsetCommit [1, 2] still overlaps.
-  FindCoordinator answers for groups; for transactional ids (key_type 1) it answers
-  COORDINATOR_NOT_AVAILABLE until the transaction coordinator exists.
+  FindCoordinator answers for groups (key_type 0) and transactional ids (key_type 1).
 
-InitProducerId hands out producer ids so idempotent producers (kafka-python's and Java's
-default) can start; duplicate detection by sequence number arrives with the transactions
-subsystem. Transaction APIs are *not* advertised until they are implemented, so clients
-fail fast with a clear "not supported by broker" error rather than retrying forever.
-WriteTxnMarkers (v1) is: it is the partition leaders' half, which a transaction coordinator
-calls; clients never send it.
+InitProducerId hands out producer ids to idempotent and transactional producers. The
+transaction APIs stop below the versions of Kafka's transaction version 2 (KIP-890 part 2), which
+kafkalab does not implement: EndTxn and TxnOffsetCommit at v4, InitProducerId at v4
+(see :mod:`kafkalab.protocol.messages.transactions`). WriteTxnMarkers (v1) is the partition
+leaders' half, which a transaction coordinator calls; clients never send it.
 
 Worked example: kafka-python 3.0 speaks Metadata 0-13 and kafkalab advertises 0-12, so it sends
 v12; librdkafka 2.0.2 speaks 0-4 and sends v4; aiokafka speaks 0-5 and sends v5.

@@ -16,12 +16,14 @@ def _join(member_id: str = "", instance: str | None = None) -> dict:
             "protocols": [{"name": "range", "metadata": b"sub"}]}
 
 
-def test_find_coordinator_for_groups_and_not_for_transactions(tmp_path):
+def test_find_coordinator_for_groups_and_transactions(tmp_path):
     h = Harness(tmp_path, node_id=3, port=19092)
     old = h.call(ApiKey.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
     assert (old.error_code, old.node_id, old.port) == (0, 3, 19092)
     batched = h.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["tx-a", "tx-b"]})
-    assert [(c.key, c.error_code) for c in batched.coordinators] == [("tx-a", 15), ("tx-b", 15)]
+    assert [(c.key, c.node_id, c.error_code) for c in batched.coordinators] == [("tx-a", 3, 0), ("tx-b", 3, 0)]
+    empty = h.call(ApiKey.FIND_COORDINATOR, 1, {"key": "", "key_type": 1})
+    assert empty.error_code == 42  # INVALID_REQUEST: a transactional id is never empty
     groups = h.call(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["a", "b"]})
     assert [(c.key, c.node_id, c.error_code) for c in groups.coordinators] == [("a", 3, 0), ("b", 3, 0)]
 

@@ -193,7 +193,7 @@ def test_shutdown_stops_the_periodic_tasks(tmp_path):
     assert set(tasks) == {"kafka-log-retention", "kafka-recovery-point-checkpoint",
                           "kafka-log-start-offset-checkpoint", "highwatermark-checkpoint",
                           "delete-expired-group-metadata", "PeriodicProducerExpirationCheck",
-                          "isr-expiration"}  # flusher: never
+                          "isr-expiration", "transactionalId-expiration"}  # flusher: never
     h.close()
     h.clock.advance_ms(10_000)
     h.broker.advance_clock(h.broker.timer.now_ms())

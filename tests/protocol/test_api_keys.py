@@ -51,4 +51,6 @@ def test_schemas_handlers_and_advertised_ranges_use_the_enum() -> None:
         assert request.api_key is key and response.api_key is key
     # Produce is advertised from v0 for librdkafka, but only v3+ is implemented.
     assert ADVERTISED[ApiKey.PRODUCE][0] == 0 and not is_implemented(ApiKey.PRODUCE, 2)
-    assert is_implemented(ApiKey.PRODUCE, 3) and not is_implemented(ApiKey.ADD_PARTITIONS_TO_TXN, 0)
+    assert is_implemented(ApiKey.PRODUCE, 3) and is_implemented(ApiKey.ADD_PARTITIONS_TO_TXN, 0)
+    # Transaction version 2 (KIP-890 part 2) is not implemented, so its versions are not advertised.
+    assert not is_implemented(ApiKey.END_TXN, 5) and not is_implemented(ApiKey.TXN_OFFSET_COMMIT, 5)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.broker.handlers.txn import transaction_coordinator
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode
 from kafkalab.group.coordinator import JoinRequest, JoinResult, SyncResult
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
 
 GROUP_KEY_TYPE = 0  # FindCoordinator key_type: 0 group, 1 transaction
+TRANSACTION_KEY_TYPE = 1
 BATCHED_FIND_COORDINATOR_VERSION = 4  # KIP-699
 _FC = FIND_COORDINATOR_RESPONSE.cls
 
@@ -50,13 +52,15 @@ def handle_find_coordinator(broker: Broker, request: Request) -> Any:
         keys = (body.key,)
     answers = []
     for key in keys:
-        if body.key_type == GROUP_KEY_TYPE:
+        if body.key_type == TRANSACTION_KEY_TYPE and key:
+            answers.append(_FC.Coordinator(key=key, **transaction_coordinator(broker, key)))
+        elif body.key_type == GROUP_KEY_TYPE:  # a lone broker leads every __consumer_offsets partition
             answers.append(_FC.Coordinator(key=key, node_id=settings.node_id, host=settings.host,
                                            port=settings.port, error_code=0))
         else:
             answers.append(_FC.Coordinator(key=key, node_id=-1, host="", port=-1,
-                                           error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                           error_message="kafkalab has no transaction coordinator yet"))
+                                           error_code=ErrorCode.INVALID_REQUEST,
+                                           error_message=f"no coordinator for key type {body.key_type} and key {key!r}"))
     if request.header.api_version >= BATCHED_FIND_COORDINATOR_VERSION:
         return _FC(coordinators=tuple(answers))
     one = answers[0]

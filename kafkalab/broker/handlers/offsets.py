@@ -1,10 +1,10 @@
 """OffsetCommit, OffsetFetch and OffsetDelete: decode, call the group coordinator, encode.
 
 OffsetFetch v8+ carries several groups (KIP-709); earlier versions one. ``topics=null`` (v2+)
-asks for every committed partition of the group. ``require_stable`` (v7+) asks the
-coordinator to refuse offsets with a pending transactional commit; kafkalab has no
-transactional offset commits yet, so every committed offset is stable and the flag changes
-nothing. Worked example: OffsetFetch v5 for ``g`` and ``orders-[0, 1]`` where only partition 0
+asks for every committed partition of the group. ``require_stable`` (v7+, KIP-447: Kafka's
+Java consumer sets it with ``isolation.level=read_committed``) asks the coordinator to refuse
+an offset a transaction has committed but not yet decided (TxnOffsetCommit before its marker):
+that partition answers UNSTABLE_OFFSET_COMMIT, which the consumer retries. Worked example: OffsetFetch v5 for ``g`` and ``orders-[0, 1]`` where only partition 0
 was committed (at 42) answers ``[(0, 42, ""), (1, -1, "")]`` with error 0.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.request import Request
+from kafkalab.errors import ErrorCode
 from kafkalab.group.offsets import CommittedOffset, OffsetCommit
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.offsets import (
@@ -48,9 +49,10 @@ def handle_offset_commit(broker: Broker, request: Request) -> Any:
 
 def handle_offset_fetch(broker: Broker, request: Request) -> Any:
     body = request.body
+    stable = bool(body.require_stable)
     if request.header.api_version >= BATCHED_OFFSET_FETCH_VERSION:
-        return _F(groups=tuple(_fetch_group(broker, g.group_id, g.topics) for g in body.groups))
-    group = _fetch_group(broker, body.group_id, body.topics)
+        return _F(groups=tuple(_fetch_group(broker, g.group_id, g.topics, stable) for g in body.groups))
+    group = _fetch_group(broker, body.group_id, body.topics, stable)
     topic_cls = _F.OffsetFetchResponseTopic
     partition_cls = topic_cls.OffsetFetchResponsePartition
     return _F(error_code=0, topics=tuple(
@@ -60,14 +62,20 @@ def handle_offset_fetch(broker: Broker, request: Request) -> Any:
         for t in group.topics))
 
 
-def _fetch_group(broker: Broker, group_id: str, topics: Any) -> Any:
+def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: bool) -> Any:
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-    found = broker.group_coordinator.offsets.fetch(group_id, wanted)
+    offsets = broker.group_coordinator.offsets
+    found = offsets.fetch(group_id, wanted)
     by_topic: dict[str, list[Any]] = {}
     group_cls = _F.OffsetFetchResponseGroup
     partition_cls = group_cls.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
     for (topic, partition), value in found:
-        by_topic.setdefault(topic, []).append(_partition(partition_cls, partition, value))
+        if require_stable and offsets.has_pending(group_id, (topic, partition)):
+            answer = partition_cls(partition_index=partition, committed_offset=-1, committed_leader_epoch=-1,
+                                   metadata="", error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        else:
+            answer = _partition(partition_cls, partition, value)
+        by_topic.setdefault(topic, []).append(answer)
     return group_cls(group_id=group_id, error_code=0, topics=tuple(
         group_cls.OffsetFetchResponseTopics(name=topic, partitions=tuple(parts)) for topic, parts in by_topic.items()))
 

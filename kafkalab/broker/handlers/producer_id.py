@@ -5,7 +5,9 @@ producer's batch for an old one's duplicate. Kafka allocates blocks of ids throu
 controller; a single kafkalab broker derives them from the clock instead: the first id is
 ``start_ms * 1024`` and each allocation takes the next, so a restart at a later millisecond starts
 above every id handed out before (at fewer than 1024 allocations per millisecond of uptime).
-Transactional ids need a transaction coordinator, which kafkalab does not have yet.
+A request with a transactional id goes to the transaction coordinator
+(:meth:`kafkalab.txn.coordinator.TransactionCoordinator.init_producer_id`), which takes its new
+producer ids from the same allocator.
 """
 
 from __future__ import annotations
@@ -33,13 +35,23 @@ class ProducerIdAllocator:
         return producer_id
 
 
+def next_producer_id(broker: Broker, now_ms: int) -> int:
+    """A producer id never handed out before (the allocator is made on first use)."""
+    if broker.producer_ids is None:
+        broker.producer_ids = ProducerIdAllocator(now_ms)
+    return broker.producer_ids.allocate()
+
+
 def handle_init_producer_id(broker: Broker, request: Request) -> Any:
     body = request.body
     R = INIT_PRODUCER_ID_RESPONSE.cls
     if body.transactional_id is not None:
-        return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if (body.producer_id < 0) != (body.producer_epoch < 0):  # KIP-360 names both or neither
+            return R(error_code=ErrorCode.INVALID_REQUEST)
+        expected = (body.producer_id, body.producer_epoch) if body.producer_id >= 0 else None
+        result = broker.txn_coordinator.init_producer_id(body.transactional_id, body.transaction_timeout_ms,
+                                                         expected, request.now_ms)
+        return R(error_code=result.error_code, producer_id=result.producer_id, producer_epoch=result.producer_epoch)
     if body.producer_id >= 0:  # v3+: an existing producer bumps its epoch
         return R(error_code=0, producer_id=body.producer_id, producer_epoch=min(body.producer_epoch + 1, 32767))
-    if broker.producer_ids is None:
-        broker.producer_ids = ProducerIdAllocator(request.now_ms)
-    return R(error_code=0, producer_id=broker.producer_ids.allocate(), producer_epoch=0)
+    return R(error_code=0, producer_id=next_producer_id(broker, request.now_ms), producer_epoch=0)

@@ -6,8 +6,8 @@ The transaction coordinator (KIP-98) keeps one compacted record per transactiona
 is record type 0 then ``TransactionLogKey`` (the transactional id); the value is
 ``TransactionLogValue`` at version 0 or, once ``transaction.version`` 2 is finalized (KIP-890),
 the flexible version 1, whose tag section may carry the previous and next producer ids and the
-client's transaction version. Both are transcribed from Kafka's
-``transaction-coordinator/src/main/resources/common/message/`` specs.
+client's transaction version. Both are declared once, in :mod:`kafkalab.txn.records`, which
+the transaction coordinator writes and replays with.
 
 ``transactionStatus`` is the coordinator's state id (Kafka's ``TransactionState``)::
 
@@ -25,30 +25,12 @@ Worked example: ``app-1`` with producer id 1000, epoch 2, 60 s timeout, state On
 
 from __future__ import annotations
 
-from kafkalab.protocol.schema import f, message
 from kafkalab.records import Record
+from kafkalab.txn.records import TRANSACTION_LOG_KEY, TRANSACTION_LOG_TYPE, TRANSACTION_LOG_VALUE
+from kafkalab.txn.state import TransactionState
 from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult, RecordType
 
-TRANSACTION_LOG_TYPE = 0
-
-TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
-                      4: "CompleteCommit", 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
-
-TRANSACTION_LOG_KEY = message("TransactionLogKey", valid="0", flexible="none",
-                              fields=[f("TransactionalId", "string")])
-TRANSACTION_LOG_VALUE = message("TransactionLogValue", valid="0-1", flexible="1+", fields=[
-    f("ProducerId", "int64"),
-    f("PreviousProducerId", "int64", "1+", tag=0, default=-1),
-    f("NextProducerId", "int64", "1+", tag=1, default=-1),
-    f("ProducerEpoch", "int16"),
-    f("TransactionTimeoutMs", "int32"),
-    f("TransactionStatus", "int8"),
-    f("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
-        f("Topic", "string"), f("PartitionIds", "[]int32"))),
-    f("TransactionLastUpdateTimestampMs", "int64"),
-    f("TransactionStartTimestampMs", "int64"),
-    f("ClientTransactionVersion", "int16", "1+", tag=2, default=0),
-])
+TRANSACTION_STATES = {state.id: state.value for state in TransactionState}
 
 TRANSACTION_DECODER = CoordinatorDecoder(
     {TRANSACTION_LOG_TYPE: RecordType(TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)})

@@ -1,0 +1,396 @@
+"""The transaction coordinator: InitProducerId, AddPartitionsToTxn, EndTxn, timeouts, markers.
+
+Theory of operation
+-------------------
+One committed transaction, as Kafka's ``TransactionCoordinator`` runs it::
+
+    InitProducerId("app-1")            -> Empty, producer id 4000 epoch 0       (record written)
+    AddPartitionsToTxn(orders-0)       -> Ongoing {orders-0}, timeout scheduled (record written)
+    Produce to orders-0 (transactional batches; the partition leader, not the coordinator)
+    EndTxn(commit)                     -> PrepareCommit, answered NONE          (record written)
+    markers sent through the MarkerChannel; orders-0 answers NONE
+                                       -> CompleteCommit                        (record written)
+
+Every change is written to ``__transaction_state`` first and applied in memory after, so a
+coordinator that loads the log (:meth:`TransactionCoordinator.load`) rebuilds the same state; a
+transaction it finds in PrepareCommit or PrepareAbort gets its markers sent again, exactly as
+Kafka's ``loadTransactionsForTxnTopicPartition`` does. The state table
+(:mod:`kafkalab.txn.state`) decides each request; the checks before it follow Kafka: an unknown
+transactional id or another producer id is INVALID_PRODUCER_ID_MAPPING, an older epoch
+PRODUCER_FENCED.
+
+The coordinator of an id is the leader of its ``__transaction_state`` partition
+(:func:`partition_for`); requests for ids of partitions another broker leads are answered
+NOT_COORDINATOR, and the client asks FindCoordinator again.
+
+*Fencing.* An InitProducerId that finds a transaction Ongoing (a new instance of the producer
+took over) bumps the epoch and aborts that transaction first, answering CONCURRENT_TRANSACTIONS;
+the client retries and, once the abort completed, gets the epoch bumped once more. The same
+fence-and-abort runs when ``transaction.timeout.ms`` passes without an EndTxn: each transaction
+has a task on the broker's timer from the moment it starts.
+
+Worked example (timeout 60 000 ms): ``app-1`` adds ``orders-0`` at t=1000 and its producer
+stops. At t=61 000 the timer aborts it with epoch 1: PrepareAbort, ABORT marker in ``orders-0``,
+CompleteAbort. When the producer wakes up, its EndTxn with epoch 0 is answered PRODUCER_FENCED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.group.log import CoordinatorLog
+from kafkalab.partitioner import java_abs, java_string_hash
+from kafkalab.timer import ScheduledTask, Scheduler
+from kafkalab.txn.markers import MARKER_DONE, MARKER_SUPERSEDED, MarkerChannel, MarkerRequest, MarkerResults
+from kafkalab.txn.metadata import (
+    NO_PRODUCER_EPOCH,
+    TransactionMetadata,
+    bumped_epochs,
+    epoch_exhausted,
+    valid_producer_id,
+)
+from kafkalab.txn.records import TopicPartition, TxnRecord, decode_key, decode_value, transaction_log_key, transaction_log_value
+from kafkalab.txn.state import TransactionState, TxnEvent, next_state, outcome
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # Kafka's Topic.TRANSACTION_STATE_TOPIC_NAME
+E = ErrorCode
+S = TransactionState
+
+# A failed __transaction_state append, as the client should see it (Kafka's
+# TransactionStateManager.appendTransactionToLog): retriable codes become coordinator errors.
+_APPEND_ERRORS = {
+    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
+    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
+    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
+    E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+    E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TxnSettings:
+    """The broker configs the coordinator obeys (Kafka's names and defaults)."""
+
+    state_partitions: int = 50  # transaction.state.log.num.partitions
+    max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
+    transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
+    marker_retry_backoff_ms: int = 100  # retry.backoff.ms of Kafka's marker channel
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResult:
+    error_code: int
+    producer_id: int = -1
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+def partition_for(transactional_id: str, partition_count: int) -> int:
+    """The ``__transaction_state`` partition of ``transactional_id`` (Kafka's ``partitionFor``)."""
+    assert partition_count > 0
+    return java_abs(java_string_hash(transactional_id)) % partition_count
+
+
+class TransactionCoordinator:
+    """Every transactional id this node coordinates. Not thread-safe; owned by one broker."""
+
+    def __init__(self, settings: TxnSettings, log: CoordinatorLog, channel: MarkerChannel,
+                 allocate_producer_id: Callable[[], int], scheduler: Scheduler,
+                 clock_ms: Callable[[], int], coordinator_epoch: int = 0,
+                 owns_partition: Callable[[int], bool] = lambda partition: True) -> None:
+        self.settings = settings
+        self.log = log
+        self.channel = channel
+        self.allocate_producer_id = allocate_producer_id
+        self.scheduler = scheduler
+        self.clock_ms = clock_ms  # wall-clock ms for the timestamps a timer event writes
+        self.coordinator_epoch = coordinator_epoch
+        # Does this node lead that __transaction_state partition? Ids of other partitions are
+        # answered NOT_COORDINATOR, so the client looks its coordinator up again.
+        self.owns_partition = owns_partition
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self._timeouts: dict[str, ScheduledTask] = {}
+
+    def partition_of(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.settings.state_partitions)
+
+    def _not_mine(self, transactional_id: str) -> bool:
+        return not self.owns_partition(self.partition_of(transactional_id))
+
+    # --- InitProducerId -------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None,
+                         now_ms: int) -> InitProducerIdResult:
+        """A new producer id or a bumped epoch; ``expected`` is KIP-360's (producer id, epoch)."""
+        if not transactional_id:
+            return InitProducerIdResult(E.INVALID_REQUEST)
+        if not 0 < timeout_ms <= self.settings.max_timeout_ms:
+            return InitProducerIdResult(E.INVALID_TRANSACTION_TIMEOUT)
+        if self._not_mine(transactional_id):
+            return InitProducerIdResult(E.NOT_COORDINATOR)
+        metadata = self.transactions.get(transactional_id)
+        if metadata is None:
+            metadata = TransactionMetadata(transactional_id, self.allocate_producer_id(), timeout_ms=timeout_ms,
+                                           last_update_ms=now_ms)
+            self.transactions[transactional_id] = metadata
+        if expected is not None and not valid_producer_id(metadata, *expected):
+            return InitProducerIdResult(E.PRODUCER_FENCED)
+        result = outcome(transactional_id, metadata.state, TxnEvent.INIT_PRODUCER_ID)
+        if isinstance(result, ErrorCode):
+            return InitProducerIdResult(result)
+        if result is S.PREPARE_EPOCH_FENCE:
+            error = self._fence_and_abort(metadata, now_ms)
+            return InitProducerIdResult(error or E.CONCURRENT_TRANSACTIONS)
+        return self._bump(metadata, timeout_ms, None if expected is None else expected[1], now_ms)
+
+    def _bump(self, metadata: TransactionMetadata, timeout_ms: int, expected_epoch: int | None,
+              now_ms: int) -> InitProducerIdResult:
+        previous = metadata.producer_id
+        if epoch_exhausted(metadata.producer_epoch) and expected_epoch in (None, metadata.producer_epoch):
+            # Kafka's prepareProducerIdRotation: a new producer id, starting again at epoch 0.
+            last_epoch = NO_PRODUCER_EPOCH if expected_epoch is None else metadata.producer_epoch
+            record = metadata.record(S.EMPTY, now_ms, producer_id=self.allocate_producer_id(), producer_epoch=0,
+                                     previous_producer_id=previous, timeout_ms=timeout_ms,
+                                     partitions=frozenset(), start_ms=-1)
+        else:
+            epochs = bumped_epochs(metadata, expected_epoch)
+            if isinstance(epochs, ErrorCode):
+                return InitProducerIdResult(epochs)
+            epoch, last_epoch = epochs
+            record = metadata.record(S.EMPTY, now_ms, producer_epoch=epoch, timeout_ms=timeout_ms,
+                                     partitions=frozenset(), start_ms=-1)
+        error = self._write(metadata, record, now_ms, last_epoch)
+        if error:
+            return InitProducerIdResult(error)
+        return InitProducerIdResult(E.NONE, metadata.producer_id, metadata.producer_epoch)
+
+    # --- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[TopicPartition], now_ms: int) -> int:
+        """Add ``partitions`` to the producer's transaction, starting one if none is open."""
+        metadata, error = self._producer(transactional_id, producer_id, producer_epoch)
+        if metadata is None:
+            return error
+        result = outcome(transactional_id, metadata.state, TxnEvent.ADD_PARTITIONS)
+        if isinstance(result, ErrorCode):
+            return result
+        added = set(partitions)
+        if metadata.state is S.ONGOING and added <= metadata.partitions:
+            return E.NONE  # Kafka's shortcut: nothing new to write
+        starting = metadata.state is not S.ONGOING
+        record = metadata.record(S.ONGOING, now_ms, partitions=frozenset(metadata.partitions | added),
+                                 start_ms=now_ms if starting else metadata.start_ms)
+        error = self._write(metadata, record, now_ms)
+        if not error and starting:
+            self._schedule_timeout(metadata)
+        return error
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ ``verify_only`` (KIP-890): is each partition in the transaction?"""
+        metadata, error = self._producer(transactional_id, producer_id, producer_epoch)
+        if metadata is not None and metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = E.CONCURRENT_TRANSACTIONS
+        if metadata is None or error:
+            return {tp: error for tp in partitions}
+        return {tp: E.NONE if tp in metadata.partitions else E.TRANSACTION_ABORTABLE for tp in partitions}
+
+    def _producer(self, transactional_id: str, producer_id: int,
+                  producer_epoch: int) -> tuple[TransactionMetadata | None, int]:
+        """The id's metadata if the request's producer id and epoch are its current ones."""
+        if not transactional_id:
+            return None, E.INVALID_REQUEST
+        if self._not_mine(transactional_id):
+            return None, E.NOT_COORDINATOR
+        metadata = self.transactions.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return None, E.INVALID_PRODUCER_ID_MAPPING
+        if metadata.producer_epoch != producer_epoch:
+            return None, E.PRODUCER_FENCED
+        return metadata, E.NONE
+
+    # --- EndTxn and the markers -----------------------------------------------------------
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                now_ms: int) -> int:
+        """Decide the transaction; answered once PrepareCommit/PrepareAbort is written, before
+        the markers are (the producer may start its next transaction meanwhile: its
+        AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS until they are)."""
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        if self._not_mine(transactional_id):
+            return E.NOT_COORDINATOR
+        event = TxnEvent.COMMIT if commit else TxnEvent.ABORT
+        return self._end(transactional_id, producer_id, producer_epoch, event, now_ms, from_client=True)
+
+    def _end(self, transactional_id: str, producer_id: int, producer_epoch: int, event: TxnEvent,
+             now_ms: int, *, from_client: bool) -> int:
+        metadata = self.transactions.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        # A client must name the current epoch; the coordinator's own abort after a fence names
+        # the bumped one (Kafka's transaction version 0/1 rule).
+        if producer_epoch < metadata.producer_epoch or (from_client and producer_epoch != metadata.producer_epoch):
+            return E.PRODUCER_FENCED
+        result = outcome(transactional_id, metadata.state, event)
+        if isinstance(result, ErrorCode):
+            return result
+        fencing = metadata.state is S.PREPARE_EPOCH_FENCE
+        record = metadata.record(result, now_ms, producer_epoch=producer_epoch)
+        error = self._write(metadata, record, now_ms, NO_PRODUCER_EPOCH if fencing else None)
+        if error:
+            if fencing:  # the bumped epoch never reached the log; the next fence reuses it
+                metadata.state, metadata.failed_epoch_fence = S.ONGOING, True
+            return error
+        metadata.failed_epoch_fence = False
+        self._cancel_timeout(transactional_id)
+        self._send_markers(metadata, sorted(metadata.partitions))
+        return E.NONE
+
+    def _fence_and_abort(self, metadata: TransactionMetadata, now_ms: int) -> int:
+        """Kafka's ``prepareFenceProducerEpoch`` then an abort with the bumped epoch."""
+        metadata.state = next_state(metadata.transactional_id, metadata.state, TxnEvent.FENCE)
+        epoch = metadata.producer_epoch + (0 if metadata.failed_epoch_fence else 1)
+        return self._end(metadata.transactional_id, metadata.producer_id, epoch, TxnEvent.ABORT, now_ms,
+                         from_client=False)
+
+    def _send_markers(self, metadata: TransactionMetadata, partitions: Sequence[TopicPartition]) -> None:
+        if not partitions:
+            self._complete(metadata)
+            return
+        commit = metadata.state is S.PREPARE_COMMIT
+        request = MarkerRequest(metadata.producer_id, metadata.producer_epoch, self.coordinator_epoch, commit,
+                                tuple(partitions))
+        self.channel.send(request, lambda results: self._on_markers(metadata.transactional_id, request, results))
+
+    def _on_markers(self, transactional_id: str, request: MarkerRequest, results: MarkerResults) -> None:
+        """Kafka's ``TransactionMarkerRequestCompletionHandler``: drop each partition that has
+        its marker, retry the others after a backoff, and complete once none is left."""
+        metadata = self.transactions.get(transactional_id)
+        if metadata is None or metadata.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or \
+                (metadata.producer_id, metadata.producer_epoch) != (request.producer_id, request.producer_epoch):
+            return  # superseded meanwhile (unloaded, or a newer producer epoch)
+        if any(error in MARKER_SUPERSEDED for error in results.values()):
+            return
+        retry = sorted(tp for tp, error in results.items() if error not in MARKER_DONE)
+        metadata.partitions.difference_update(tp for tp, error in results.items() if error in MARKER_DONE)
+        if retry:
+            self.scheduler.schedule(self.settings.marker_retry_backoff_ms,
+                                    lambda: self._send_markers(metadata, retry), name=f"txn-markers-{transactional_id}")
+        elif not metadata.partitions:
+            self._complete(metadata)
+
+    def _complete(self, metadata: TransactionMetadata) -> None:
+        """Every marker is written: CompleteCommit or CompleteAbort (retried until written)."""
+        now_ms = self.clock_ms()
+        state = next_state(metadata.transactional_id, metadata.state, TxnEvent.MARKERS_WRITTEN)
+        if self._write(metadata, metadata.record(state, now_ms, partitions=frozenset()), now_ms):
+            self.scheduler.schedule(self.settings.marker_retry_backoff_ms, lambda: self._complete(metadata),
+                                    name=f"txn-complete-{metadata.transactional_id}")
+
+    # --- transaction.timeout.ms -----------------------------------------------------------
+
+    def _schedule_timeout(self, metadata: TransactionMetadata, delay_ms: int | None = None) -> None:
+        transactional_id, start_ms = metadata.transactional_id, metadata.start_ms
+        self._cancel_timeout(transactional_id)
+        self._timeouts[transactional_id] = self.scheduler.schedule(
+            metadata.timeout_ms if delay_ms is None else delay_ms,
+            lambda: self._on_timeout(transactional_id, start_ms), name=f"txn-timeout-{transactional_id}")
+
+    def _cancel_timeout(self, transactional_id: str) -> None:
+        task = self._timeouts.pop(transactional_id, None)
+        if task is not None:
+            task.cancel()
+
+    def _on_timeout(self, transactional_id: str, start_ms: int) -> None:
+        """Kafka's ``abortTimedOutTransactions``: fence the producer and abort."""
+        self._timeouts.pop(transactional_id, None)
+        metadata = self.transactions.get(transactional_id)
+        if metadata is not None and metadata.state is S.ONGOING and metadata.start_ms == start_ms:
+            self._fence_and_abort(metadata, self.clock_ms())
+
+    # --- the log --------------------------------------------------------------------------
+
+    def _write(self, metadata: TransactionMetadata, record: TxnRecord, now_ms: int,
+               last_producer_epoch: int | None = None) -> int:
+        """Append ``record`` for ``metadata``'s id, then apply it; the client's error code."""
+        key = transaction_log_key(metadata.transactional_id)
+        try:
+            self.log.append(self.partition_of(metadata.transactional_id), [(key, transaction_log_value(record))],
+                            now_ms)
+        except KafkaError as error:
+            return _APPEND_ERRORS.get(ErrorCode(error.error_code), error.error_code)
+        metadata.apply(record, last_producer_epoch)
+        return E.NONE
+
+    def load(self, now_ms: int) -> int:
+        """Rebuild every transactional id from ``__transaction_state``; finish transactions
+        caught in PrepareCommit/PrepareAbort and re-arm the timeouts of Ongoing ones. Returns
+        the number of records replayed."""
+        count = 0
+        for _partition, key, value in self.log.replay():
+            transactional_id = decode_key(key)
+            if value is None:
+                self.transactions.pop(transactional_id, None)
+            else:
+                self.transactions[transactional_id] = TransactionMetadata.loaded(transactional_id, decode_value(value))
+            count += 1
+        for metadata in list(self.transactions.values()):
+            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                self._send_markers(metadata, sorted(metadata.partitions))
+            elif metadata.state is S.ONGOING:
+                self._schedule_timeout(metadata, max(metadata.start_ms + metadata.timeout_ms - now_ms, 0))
+        return count
+
+    def expire_transactional_ids(self, now_ms: int) -> int:
+        """Tombstone every id idle past ``transactional.id.expiration.ms`` with no open
+        transaction (Kafka's ``removeExpiredTransactionalIds``); the number removed."""
+        horizon_ms = now_ms - self.settings.transactional_id_expiration_ms
+        expired = [m for m in self.transactions.values()
+                   if m.state.expiration_allowed and m.last_update_ms <= horizon_ms]
+        for metadata in expired:
+            next_state(metadata.transactional_id, metadata.state, TxnEvent.EXPIRE)
+            key = transaction_log_key(metadata.transactional_id)
+            try:
+                self.log.append(self.partition_of(metadata.transactional_id), [(key, None)], now_ms)
+            except KafkaError:
+                continue  # tried again at the next check, as Kafka's does
+            del self.transactions[metadata.transactional_id]
+        return len(expired)
+
+    # --- DescribeTransactions and ListTransactions (KIP-664) ------------------------------
+
+    def describe(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
+        """(error code, metadata): INVALID_REQUEST for an empty id, TRANSACTIONAL_ID_NOT_FOUND
+        for an unknown or expiring one."""
+        if not transactional_id:
+            return E.INVALID_REQUEST, None
+        if self._not_mine(transactional_id):
+            return E.NOT_COORDINATOR, None
+        metadata = self.transactions.get(transactional_id)
+        if metadata is None or metadata.state is S.DEAD:
+            return E.TRANSACTIONAL_ID_NOT_FOUND, None
+        return E.NONE, metadata
+
+    def list_transactions(self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int,
+                          now_ms: int) -> tuple[list[TransactionMetadata], list[str]]:
+        """(matching ids sorted by transactional id, state filters that name no state), with
+        Kafka's filters: any of ``states``, any of ``producer_ids``, open longer than
+        ``duration_ms`` (when >= 0)."""
+        names = {state.value: state for state in TransactionState}
+        wanted_states = {names[s] for s in states if s in names}
+        unknown = [s for s in states if s not in names]
+        wanted_ids = set(producer_ids)
+        found = [
+            m for _, m in sorted(self.transactions.items())
+            if m.state is not S.DEAD
+            and (not wanted_ids or m.producer_id in wanted_ids)
+            and (not states or m.state in wanted_states)
+            and (duration_ms < 0 or now_ms - m.start_ms > duration_ms)
+        ]
+        return found, unknown
