@@ -31,7 +31,6 @@ Worked example (:func:`scenario`, ``range``, 6 partitions, ``group.initial.rebal
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -316,24 +315,18 @@ def _owner_spans(samples: Sequence[OwnershipSample], partition: int) -> list[tup
 def live(lab: RebalanceLab) -> Any:
     """Buttons to add a member, close or kill one, and advance time; redraws each time."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
+    from kafkalab.book import keep_for_widgets
+    from kafkalab.viz._display import FigurePanel
+
+    keep_for_widgets(lab.cluster.data_dir)  # a reader may come back to the widget after the last cell
     member = widgets.Dropdown(options=lab.members(), description="member")
     seconds = widgets.IntSlider(value=5, min=1, max=60, description="advance (s)", continuous_update=False)
-    status = widgets.HTML()
-    output = widgets.Output()
+    panel = FigurePanel(dpi=FIGURE_DPI)
 
     def redraw() -> None:
-        line = lab.timeline()
-        fig = figure(line)
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=FIGURE_DPI)
-        plt.close(fig)
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        panel.show(figure(lab.timeline()), summary(lab))
         member.options = lab.members()
-        status.value = _status(lab)
 
     def on_chosen(action: Callable[[str], None]) -> Callable[[], None]:
         def run() -> None:
@@ -360,15 +353,16 @@ def live(lab: RebalanceLab) -> Any:
         button.on_click(clicked(action))
         buttons.append(button)
     redraw()
-    box = widgets.VBox([widgets.HBox([member, seconds]), widgets.HBox(buttons), status, output])
+    box = widgets.VBox([widgets.HBox([member, seconds]), widgets.HBox(buttons), panel.widget])
     box.add_class("kafkalab-rebalance-widget")
     return box
 
 
-def _status(lab: RebalanceLab) -> str:
-    parts = [f"{name}: {m.state.value}, gen {m.generation_id}, {len(m.owned)} partitions"
+def summary(lab: RebalanceLab) -> str:
+    """The group now, in words: each member's state, generation and partition count."""
+    parts = [f"{name}: {m.state.value}, generation {m.generation_id}, {len(m.owned)} partitions"
              for name, m in lab.cluster.members.items()]
-    return f"t = {lab.now_ms / 1000:.1f} s &nbsp; " + " &nbsp; | &nbsp; ".join(parts)
+    return f"t = {lab.now_ms / 1000:.1f} s: " + "; ".join(parts) + "."
 
 
 def show_rebalance(data_dir: Path, assignor: str = "range", seed: int = 7) -> Any:
@@ -393,4 +387,4 @@ def show_rebalance(data_dir: Path, assignor: str = "range", seed: int = 7) -> An
 
 
 __all__ = ["GroupMessage", "OwnershipSample", "RebalanceLab", "Timeline", "figure", "generations",
-           "group_messages", "live", "scenario", "show_rebalance", "timeline"]
+           "group_messages", "live", "scenario", "show_rebalance", "summary", "timeline"]

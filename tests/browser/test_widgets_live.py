@@ -219,3 +219,32 @@ def test_chapter13_a_task_fires_when_the_wheel_reaches_it(browser_page: tuple[An
     check_accessible(widget)
     screenshot(page, widget, "widget-13-timing-wheel.png")
     close_chapter(page)
+
+
+def test_chapter10_a_new_member_takes_its_share(browser_page: tuple[Any, Any]) -> None:
+    page, widget = run_chapter(browser_page, "10-consumer-groups-and-rebalancing.ipynb", "kafkalab-rebalance-widget")
+    before = summary_of(widget)
+    assert before.count("partitions") == 3, before  # three members, as the chapter starts them
+    widget.locator("button", has_text="add member").click()
+    widget.locator("button", has_text="advance").click()  # 5 s: the newcomer joins, the group rebalances
+    after = wait_for_summary(page, widget, "t = 10.0 s")
+    counts = [int(n) for n in re.findall(r"(\d+) partitions", after)]
+    assert len(counts) == 4 and min(counts) >= 1, after
+    check_accessible(widget)
+    screenshot(page, widget, "widget-10-rebalance.png")
+    close_chapter(page)
+
+
+def test_chapter10_the_assignor_grid_follows_the_assignor(browser_page: tuple[Any, Any]) -> None:
+    from kafkalab.viz.assignors import GroupParams, rebalance_story, revocation_table, summary
+
+    page, widget = run_chapter(browser_page, "10-consumer-groups-and-rebalancing.ipynb", "kafkalab-assignor-widget")
+    chapter_params = GroupParams(assignor="cooperative-sticky", consumers=3, partitions=(10,))  # as chapter 10 calls it
+    assert summary_of(widget) == summary(rebalance_story(chapter_params), revocation_table(chapter_params))
+    widget.locator("select").first.select_option("range")
+    ranged = dataclasses.replace(chapter_params, assignor="range")
+    expected = summary(rebalance_story(ranged), revocation_table(ranged))
+    assert wait_for_summary(page, widget, "range: generation 1") == expected
+    check_accessible(widget)
+    screenshot(page, widget, "widget-10-assignors.png")
+    close_chapter(page)

@@ -115,7 +115,7 @@ def test_widget_buttons_drive_the_group(tmp_path: Path) -> None:
         buttons["add member"].click()
         buttons["advance"].click()
         assert len(lab.members()) == 2 and all(len(m.owned) == 3 for m in lab.cluster.members.values())
-        assert "gen 3" in box.children[2].value  # cooperative: revoke in gen 2, hand over in gen 3
+        assert "generation 3" in box.children[2].children[1].value  # cooperative: revoke in gen 2, hand over in gen 3
         with pytest.raises(ValueError):
             lab.advance(0)
     finally:
