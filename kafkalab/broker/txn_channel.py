@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from kafkalab.broker.handlers.txn_markers import TxnMarker, TxnMarkerResult, write_txn_markers
 from kafkalab.errors import ErrorCode
-from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.txn.markers import MarkerRequest, MarkerResults
 
 if TYPE_CHECKING:
@@ -49,17 +48,9 @@ class InProcessMarkerChannel:
                            request.commit, wanted)
 
         def done(results: list[TxnMarkerResult]) -> None:
-            complete_offset_commits(self.broker, request.producer_id, request.commit, results)
             answers = {(r.topic, r.partition): ErrorCode(r.error_code) for r in results}
             on_complete({**answers, **{tp: ErrorCode.NONE for tp in deleted}})
 
         write_txn_markers(self.broker, [marker], self.clock_ms(), done,
                           name=f"txn-markers-{request.producer_id}")
 
-
-def complete_offset_commits(broker: Broker, producer_id: int, commit: bool,
-                            results: list[TxnMarkerResult]) -> None:
-    """Tell the group coordinator about markers written to ``__consumer_offsets``."""
-    partitions = [r.partition for r in results if r.topic == OFFSETS_TOPIC and r.error_code == ErrorCode.NONE]
-    if partitions:
-        broker.group_coordinator.offsets.complete_transaction(producer_id, commit, partitions)

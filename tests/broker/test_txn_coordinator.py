@@ -197,3 +197,21 @@ def test_a_deleted_topic_does_not_hold_the_commit_back(tmp_path):
     assert state.transaction_state == "CompleteCommit"
     assert h.log_store.get_log("orders", 0).log_end_offset == 1  # its COMMIT marker
     h.close()
+
+
+def test_a_marker_over_the_wire_settles_the_pending_offsets(tmp_path):
+    """A WriteTxnMarkers request (as `kafkalab transactions abort` or a coordinator on another
+    broker sends) completes the transaction's offset commits, as Kafka's handler does."""
+    from kafkalab.group.partitioner import partition_for as group_partition
+
+    h = Harness(tmp_path)
+    h.create_topic("orders")
+    _, pid, epoch = _init(h)
+    _send_offset(h, pid, epoch, 7)
+    assert _fetch(h, require_stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+    marker = {"producer_id": pid, "producer_epoch": epoch, "transaction_result": True, "coordinator_epoch": 0,
+              "topics": [{"name": "__consumer_offsets", "partition_indexes": [group_partition(GROUP)]}]}
+    r = h.call(ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [marker]})
+    assert r.markers[0].topics[0].partitions[0].error_code == 0
+    assert _fetch(h, require_stable=True) == (0, 7)
+    h.close()

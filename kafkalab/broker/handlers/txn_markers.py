@@ -54,6 +54,7 @@ from kafkalab.broker.delayed_produce import DELAYED_PRODUCES_MAX, Check, Delayed
 from kafkalab.broker.handlers.fetch import on_partition_appended
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.txn_markers import WRITE_TXN_MARKERS_RESPONSE
 from kafkalab.records.control import build_end_txn_marker
@@ -114,7 +115,10 @@ def write_txn_markers(
     on_complete: Callable[[list[TxnMarkerResult]], None], *, timeout_ms: int = MARKER_TIMEOUT_MS,
     name: str = "txn-markers",
 ) -> None:
-    """Append every marker, then call ``on_complete`` once, when each partition is settled."""
+    """Append every marker, then call ``on_complete`` once, when each partition is settled.
+    Markers that landed in ``__consumer_offsets`` also settle the transaction's pending offset
+    commits in the group coordinator first, whoever sent them (Kafka's handler does the same)."""
+    on_complete = _completing_offset_commits(broker, markers, on_complete)
     appends = append_txn_markers(broker, markers, now_ms)
     waiting = {slot: PendingPartition(a.check) for slot, a in enumerate(appends) if a.check is not None}
     results = [a.result for a in appends]
@@ -136,6 +140,21 @@ def write_txn_markers(
     operation = DelayedProduce(timeout_ms, waiting, respond, name=name)
     keys = sorted({(appends[slot].result.topic, appends[slot].result.partition) for slot in waiting})
     broker.produce_purgatory.try_complete_else_watch(operation, keys)
+
+
+def _completing_offset_commits(broker: Broker, markers: Sequence[TxnMarker],
+                               on_complete: Callable[[list[TxnMarkerResult]], None]
+                               ) -> Callable[[list[TxnMarkerResult]], None]:
+    def done(results: list[TxnMarkerResult]) -> None:
+        position = 0
+        for marker in markers:
+            mine = results[position:position + len(marker.partitions)]
+            position += len(marker.partitions)
+            landed = [r.partition for r in mine if r.topic == OFFSETS_TOPIC and r.error_code == ErrorCode.NONE]
+            if landed:
+                broker.group_coordinator.offsets.complete_transaction(marker.producer_id, marker.commit, landed)
+        on_complete(results)
+    return done
 
 
 def handle_write_txn_markers(broker: Broker, request: Request) -> Any:
