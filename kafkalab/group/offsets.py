@@ -9,7 +9,9 @@ A commit is checked against the group first (Kafka's ``ClassicGroup.validateOffs
   GROUP_ID_NOT_FOUND);
 * generation -1, empty member id and an Empty group: accepted;
 * otherwise the member must be known (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and the generation
-  current (ILLEGAL_GENERATION); during CompletingRebalance the answer is REBALANCE_IN_PROGRESS.
+  current (ILLEGAL_GENERATION); during CompletingRebalance the answer is REBALANCE_IN_PROGRESS;
+* a KIP-848 consumer group checks its member's epoch instead (``generation_id`` carries it,
+  OffsetCommit v9+): STALE_MEMBER_EPOCH when it is not the member's current epoch.
 
 Accepted offsets are appended as one batch of OffsetCommit records, then applied in memory.
 Expiration (Kafka's ``OffsetExpirationConditionImpl``) runs every
@@ -108,6 +110,9 @@ class OffsetStore:
         if not group_id:
             return E.INVALID_GROUP_ID
         coordinator = self.coordinator
+        consumer_group = coordinator.consumer.groups.get(group_id)
+        if consumer_group is not None:  # a KIP-848 group checks the member epoch instead
+            return coordinator.consumer.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
         group = coordinator.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -182,6 +187,8 @@ class OffsetStore:
             group = self.coordinator.groups.get(group_id)
             if group is not None and not group.is_in(S.EMPTY):
                 continue  # Kafka keeps a live consumer group's offsets
+            if not self.coordinator.consumer.is_empty(group_id):
+                continue  # KIP-848 groups too
             expired = [tp for tp, value in self.offsets[group_id].items()
                        if _expired(group, value, retention_ms, now_ms)]
             self._tombstone(group_id, expired, now_ms)

@@ -1,6 +1,7 @@
 """OffsetCommit, OffsetFetch and OffsetDelete: decode, call the group coordinator, encode.
 
-OffsetFetch v8+ carries several groups (KIP-709); earlier versions one. ``topics=null`` (v2+)
+OffsetFetch v8+ carries several groups (KIP-709); earlier versions one. From v9 each group may
+carry a KIP-848 member's id and epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID). ``topics=null`` (v2+)
 asks for every committed partition of the group. ``require_stable`` (v7+) asks the
 coordinator to refuse offsets with a pending transactional commit; kafkalab has no
 transactional offset commits yet, so every committed offset is stable and the flag changes
@@ -49,7 +50,8 @@ def handle_offset_commit(broker: Broker, request: Request) -> Any:
 def handle_offset_fetch(broker: Broker, request: Request) -> Any:
     body = request.body
     if request.header.api_version >= BATCHED_OFFSET_FETCH_VERSION:
-        return _F(groups=tuple(_fetch_group(broker, g.group_id, g.topics) for g in body.groups))
+        return _F(groups=tuple(_fetch_group(broker, g.group_id, g.topics, g.member_id, g.member_epoch)
+                               for g in body.groups))
     group = _fetch_group(broker, body.group_id, body.topics)
     topic_cls = _F.OffsetFetchResponseTopic
     partition_cls = topic_cls.OffsetFetchResponsePartition
@@ -60,11 +62,16 @@ def handle_offset_fetch(broker: Broker, request: Request) -> Any:
         for t in group.topics))
 
 
-def _fetch_group(broker: Broker, group_id: str, topics: Any) -> Any:
+def _fetch_group(broker: Broker, group_id: str, topics: Any, member_id: str | None = None,
+                 member_epoch: int = -1) -> Any:
+    group_cls = _F.OffsetFetchResponseGroup
+    # v9+: a KIP-848 member fetches with its id and epoch, checked as a commit's would be.
+    error = broker.group_coordinator.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+    if error:
+        return group_cls(group_id=group_id, error_code=error, topics=())
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     found = broker.group_coordinator.offsets.fetch(group_id, wanted)
     by_topic: dict[str, list[Any]] = {}
-    group_cls = _F.OffsetFetchResponseGroup
     partition_cls = group_cls.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
     for (topic, partition), value in found:
         by_topic.setdefault(topic, []).append(_partition(partition_cls, partition, value))

@@ -17,6 +17,12 @@ from kafkalab.protocol.messages.configs import (
     INCREMENTAL_ALTER_CONFIGS_REQUEST,
     INCREMENTAL_ALTER_CONFIGS_RESPONSE,
 )
+from kafkalab.protocol.messages.consumer_group import (
+    CONSUMER_GROUP_DESCRIBE_REQUEST,
+    CONSUMER_GROUP_DESCRIBE_RESPONSE,
+    CONSUMER_GROUP_HEARTBEAT_REQUEST,
+    CONSUMER_GROUP_HEARTBEAT_RESPONSE,
+)
 from kafkalab.protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from kafkalab.protocol.messages.find_coordinator import (
@@ -97,6 +103,8 @@ SCHEMAS: dict[int, tuple[Message, Message]] = {
     ApiKey.DELETE_GROUPS: (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
     ApiKey.OFFSET_DELETE: (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE),
 }
 assert all(request.api_key == response.api_key == key for key, (request, response) in SCHEMAS.items())
 
