@@ -26,8 +26,9 @@ the others by member id (Java string order).
   transcription of its builders: ties may break differently from Kafka's.
 
 Worked example (uniform): 6 partitions of ``t``, m1 owned all 6 as the only member. m2 and m3
-join; the quota is 6 // 3 = 2, so m1 keeps ``t-0, t-1`` and ``t-2 .. t-5`` go two each to m2
-and m3. Only the four partitions that must move, move. ``range`` gives m1 ``0,1``, m2 ``2,3``,
+join; the quota is 6 // 3 = 2, so m1 keeps ``t-0, t-1``, and ``t-2 .. t-5`` go one at a time to
+whoever holds fewest (ties to the first in order): m2 gets 2 and 4, m3 gets 3 and 5. Only the
+four partitions that must move, move. ``range`` gives m1 ``0,1``, m2 ``2,3``,
 m3 ``4,5`` whatever anyone owned before.
 """
 
