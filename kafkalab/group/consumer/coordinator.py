@@ -113,7 +113,7 @@ class HeartbeatResult:
 class GroupError(KafkaError):
     """A heartbeat refused with a Kafka error code (the coordinator's answer, not a failure)."""
 
-    def __init__(self, error_code: int, message: str) -> None:
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message, error_code=error_code)
 
 
