@@ -14,6 +14,9 @@ Two are deliberately wider or narrower:
   FindCoordinator answers for groups; for transactional ids (key_type 1) it answers
   COORDINATOR_NOT_AVAILABLE until the transaction coordinator exists.
 
+ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) are advertised at v0, the only
+version Kafka 3.9 defines and the one its Java client sends with ``group.protocol=consumer``.
+
 InitProducerId hands out producer ids so idempotent producers (kafka-python's and Java's
 default) can start; duplicate detection by sequence number arrives with the transactions
 subsystem. Transaction APIs are *not* advertised until they are implemented, so clients

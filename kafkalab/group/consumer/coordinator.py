@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.errors import ConfigError, ErrorCode, KafkaError
 from kafkalab.group.consumer import records as r
 from kafkalab.group.consumer.assignors import DEFAULT_ASSIGNORS, SERVER_ASSIGNORS, MemberSpec
 from kafkalab.group.consumer.group import (
@@ -80,7 +80,8 @@ class ConsumerGroupSettings:
     def __post_init__(self) -> None:
         unknown = [name for name in self.assignors if name not in SERVER_ASSIGNORS]
         if unknown or not self.assignors:
-            raise ValueError(f"group.consumer.assignors {list(self.assignors)}: must name some of {sorted(SERVER_ASSIGNORS)}")
+            raise ConfigError(f"group.consumer.assignors {list(self.assignors)}: must name some of "
+                              f"{sorted(SERVER_ASSIGNORS)}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,8 @@ Groups = dict[str, ConsumerGroup]
 
 
 def apply(groups: Groups, record: DecodedRecord) -> None:
+    if record.value is None and record.group_id not in groups:
+        return  # a tombstone outliving its group's other records (compaction keeps them a while)
     APPLY[record.record_type](groups, record)
 
 

@@ -271,3 +271,25 @@ def test_replaying_the_log_rebuilds_the_same_groups():
     c.clock.advance_ms(REBALANCE_MS + 1)  # loaded members get their timers back: m1 never revoked
     fresh.advance_clock(c.timer.now_ms())
     assert m1 not in fresh.consumer.groups["g"].members
+
+
+def test_a_tombstone_for_a_group_already_gone_creates_nothing():
+    c = Cluster()
+    m1 = c.join().member_id
+    c.heartbeat(member_id=m1, epoch=-1)
+    c.coordinator.delete_group("g", c.now_ms)
+    partition = c.log.partitions[c.coordinator.partition_of("g")]
+    tombstones = [(k, v) for k, v in partition if v is None]
+    del partition[:]
+    partition.extend(tombstones)  # what compaction leaves for a while: tombstones only
+    fresh = GroupCoordinator(c.coordinator.settings, c.log, c.timer, random.Random(4), topics=c.topics.get)
+    fresh.load(c.now_ms)
+    assert fresh.consumer.groups == {}
+
+
+def test_unknown_assignors_are_a_config_error():
+    from kafkalab.errors import ConfigError
+    from kafkalab.group.consumer.coordinator import ConsumerGroupSettings
+
+    with pytest.raises(ConfigError, match="group.consumer.assignors"):
+        ConsumerGroupSettings(assignors=("sticky",))
