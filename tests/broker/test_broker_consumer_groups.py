@@ -55,3 +55,23 @@ def test_a_consumer_group_survives_a_restart(tmp_path):
     assert (g.group_state, g.group_epoch, [m.member_id for m in g.members]) == ("Stable", 1, [joined.member_id])
     again = h.call(HB, 0, {"group_id": "g", "member_id": joined.member_id, "member_epoch": 1})
     assert (again.error_code, again.member_epoch) == (0, 1)
+
+
+def test_assignors_by_kafka_class_name_and_short_name(tmp_path):
+    classes = ("org.apache.kafka.coordinator.group.assignor.RangeAssignor,"
+               "org.apache.kafka.coordinator.group.assignor.UniformAssignor")
+    h = Harness(tmp_path / "a", properties={"group.consumer.assignors": classes})
+    assert h.broker.group_coordinator.consumer.settings.assignors == ("range", "uniform")
+    h.create_topic("t", 4)
+    _join(h)
+    assert h.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": ["g"]}).groups[0].assignor_name == "range"
+    h.close()
+    h = Harness(tmp_path / "b", properties={"group.consumer.assignors": "uniform",
+                                            "group.consumer.session.timeout.ms": "2000"})
+    h.create_topic("t", 4)
+    joined = _join(h, server_assignor="range")
+    assert joined.error_code == 112  # UNSUPPORTED_ASSIGNOR: range is not configured here
+    member = _join(h).member_id
+    h.advance(2001)  # the session ends on the broker's timer
+    again = h.call(HB, 0, {"group_id": "g", "member_id": member, "member_epoch": 1})
+    assert again.error_code == 25  # UNKNOWN_MEMBER_ID: fenced
