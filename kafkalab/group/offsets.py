@@ -146,10 +146,14 @@ class OffsetStore:
 
     def delete(self, group_id: str, partitions: Sequence[TopicPartition], now_ms: int) -> tuple[int, list[int]]:
         """OffsetDelete: (group error, per-partition errors)."""
+        consumer_group = self.coordinator.consumer.groups.get(group_id)
         group = self.coordinator.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
+        if consumer_group is not None:  # KIP-848: the members' subscriptions, read directly
+            subscribed = consumer_group.subscribed_topic_names()
+        elif group is None or group.is_in(S.DEAD):
             return int(E.GROUP_ID_NOT_FOUND), []
-        subscribed = subscribed_topics(group) if not group.is_in(S.EMPTY) else set()
+        else:
+            subscribed = subscribed_topics(group) if not group.is_in(S.EMPTY) else set()
         committed = self.offsets.get(group_id, {})
         results: list[int] = []
         gone = []

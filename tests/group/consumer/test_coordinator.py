@@ -293,3 +293,13 @@ def test_unknown_assignors_are_a_config_error():
 
     with pytest.raises(ConfigError, match="group.consumer.assignors"):
         ConsumerGroupSettings(assignors=("sticky",))
+
+
+def test_offset_delete_refuses_subscribed_topics():
+    c = Cluster()
+    m1, _ = _stable_pair(c)
+    commits = [OffsetCommit("t", 0, 1, -1, ""), OffsetCommit("gone", 0, 1, -1, "")]
+    c.coordinator.offsets.commit("g", 2, m1, None, commits, -1, 9, c.now_ms)
+    error, results = c.coordinator.offsets.delete("g", [("t", 0), ("gone", 0)], c.now_ms)
+    assert (error, results) == (E.NONE, [E.GROUP_SUBSCRIBED_TO_TOPIC, E.NONE])
+    assert [tp for tp, _ in c.coordinator.offsets.fetch("g", None)] == [("t", 0)]
