@@ -7,7 +7,8 @@ broker runs with ``group.consumer.heartbeat.interval.ms=500`` and
 ``group.consumer.session.timeout.ms=3000`` so that the tests take seconds, not the 45 s of
 Kafka's default session.
 
-* Three members split six partitions two each, and every record is read exactly once.
+* Three members split six partitions two each, and every record is read exactly once; Kafka's
+  Java Admin reads the group back through ConsumerGroupDescribe and ListGroups v5.
 * The server-side ``range`` assignor, chosen by the members (``group.remote.assignor``), hands
   out contiguous ranges.
 * A killed member's partitions move to the others once its session has timed out.
@@ -138,6 +139,7 @@ def test_three_java_members_split_six_partitions(proxied, topic_name, members):
     members += [Member(client, bootstrap, topic_name, "kip848-split") for _ in range(3)]
     assert _until(lambda: _split_evenly(members, 3)), [m.lines for m in members]
     split = [m.assignment() for m in members]
+    _check_described(client, bootstrap, "kip848-split", split)
     expected = _produce(bootstrap, topic_name)
     assert _until(lambda: sum(len(m.reads()) for m in members) >= len(expected))
     every_read = [r for m in members for r in m.reads()]
@@ -155,6 +157,16 @@ def test_three_java_members_split_six_partitions(proxied, topic_name, members):
     assert (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0) in seen
     assert max(v for k, v in seen if k == ApiKey.OFFSET_COMMIT) == 9
     assert max(v for k, v in seen if k == ApiKey.OFFSET_FETCH) == 9
+
+
+def _check_described(client: JavaClient, bootstrap: str, group: str, split: list[set[int]]) -> None:
+    """Kafka's Java Admin reads the group back: ConsumerGroupDescribe and ListGroups v5."""
+    lines = client.run("GroupDescriber", "", bootstrap, group, timeout_s=60).splitlines()
+    assert lines[0] == f"group {group} type Consumer state Stable assignor uniform", lines
+    members = [line.split() for line in lines[1:4]]
+    assert all(m[0] == "member" and m[3] == m[5] for m in members), lines  # assigned == target
+    assert sorted(set(map(int, m[3].split(","))) for m in members) == sorted(split, key=sorted)
+    assert f"listed {group} Consumer Stable" in lines, lines
 
 
 @pytest.mark.timeout(120)
