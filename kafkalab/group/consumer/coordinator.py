@@ -337,8 +337,9 @@ class ConsumerGroupCoordinator:
                 raise GroupError(E.FENCED_INSTANCE_ID, f"Instance id {request.instance_id} belongs to "
                                                        f"{member.member_id}.")
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            # It means to come back: keep its partitions, let its session decide.
-            left = member.with_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+            # It means to come back: keep its partitions (not those it was revoking, as Kafka),
+            # and let its session decide.
+            left = dataclasses.replace(member.with_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH), pending_revocation={})
             self._write(group.group_id, [r.current_assignment_record(group.group_id, left)])
             self._cancel(("rebalance", group.group_id, member.member_id))
         else:
