@@ -11,6 +11,8 @@ Kafka's default session.
   Java Admin reads the group back through ConsumerGroupDescribe and ListGroups v5.
 * The server-side ``range`` assignor, chosen by the members (``group.remote.assignor``), hands
   out contiguous ranges.
+* A static member (``group.instance.id``) that closes and comes back gets its partitions again
+  while the other member's assignment does not move.
 * A killed member's partitions move to the others once its session has timed out.
 * Offsets committed before a broker restart are where the group resumes after it.
 """
@@ -46,9 +48,10 @@ pytestmark = pytest.mark.skipif(bool(EXTERNAL_BOOTSTRAP), reason="needs its own 
 class Member:
     """One ConsumerProtocolMember JVM and what it has printed so far."""
 
-    def __init__(self, client: JavaClient, bootstrap: str, topic: str, group: str, assignor: str | None = None):
+    def __init__(self, client: JavaClient, bootstrap: str, topic: str, group: str, assignor: str | None = None,
+                 instance_id: str | None = None):
         command = [client.java, "-cp", client.classpath, "ConsumerProtocolMember", bootstrap, topic, group,
-                   str(PARTITIONS), *([assignor] if assignor else [])]
+                   str(PARTITIONS), assignor or "-", *([instance_id] if instance_id else [])]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True)
         self.lines: list[tuple[float, str]] = []
@@ -192,6 +195,24 @@ def test_killed_member_partitions_move_after_its_session_timeout(proxied, topic_
     assert _until(lambda: _split_evenly(survivors, 2)), [m.lines for m in survivors]
     moved_at = max(t for m in survivors for t, text in m.lines if text.startswith("assigned "))
     assert moved_at - killed_at >= (SESSION_TIMEOUT_MS - 1000) / 1000, "partitions moved before the session ended"
+
+
+@pytest.mark.timeout(120)
+def test_a_static_member_comes_back_to_its_partitions_without_a_rebalance(proxied, topic_name, members):
+    client = java_client()
+    bootstrap, _ = proxied
+    create_topic(bootstrap, topic_name, partitions=PARTITIONS)
+    group = "kip848-static"
+    members += [Member(client, bootstrap, topic_name, group, instance_id=f"instance-{i}") for i in range(2)]
+    assert _until(lambda: _split_evenly(members, 2)), [m.lines for m in members]
+    first, other = members
+    before, changes = first.assignment(), len(other.saw("assigned"))
+    first.stop()  # close(): a static member leaves with member epoch -2 and keeps its partitions
+    back = Member(client, bootstrap, topic_name, group, instance_id="instance-0")
+    members.append(back)
+    assert _until(lambda: back.assignment() == before), back.lines
+    time.sleep(1)
+    assert len(other.saw("assigned")) == changes, "the other member's assignment moved"
 
 
 @pytest.mark.timeout(180)

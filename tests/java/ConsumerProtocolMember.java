@@ -6,7 +6,7 @@
 //   "commit ok" / "commit failed <error>" after each commitSync of a non-empty poll;
 // and at the end "committed <p>=<offset> ..." for partitions 0..n-1 as committed() sees them,
 // then "closed" once close() (which leaves the group, member epoch -1) has returned.
-// Arguments: bootstrap topic group partitions [server assignor]
+// Arguments: bootstrap topic group partitions [server assignor or -] [group.instance.id]
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.time.Duration;
@@ -23,7 +23,8 @@ public class ConsumerProtocolMember {
         p.put("bootstrap.servers", bootstrap);
         p.put("group.id", group);
         p.put("group.protocol", "consumer");
-        if (args.length > 4) p.put("group.remote.assignor", args[4]);
+        if (args.length > 4 && !args[4].equals("-")) p.put("group.remote.assignor", args[4]);
+        if (args.length > 5) p.put("group.instance.id", args[5]);
         p.put("auto.offset.reset", "earliest");
         p.put("enable.auto.commit", "false");
         p.put("fetch.max.wait.ms", "100");
