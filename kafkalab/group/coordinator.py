@@ -142,8 +142,11 @@ class GroupCoordinator:
         error = self._check_join(request)
         if error:
             return JoinResult(error, member_id=request.member_id)
-        if request.group_id in self.consumer.groups:  # kafkalab does not mix protocols in one group
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id)
+        consumer_group = self.consumer.groups.get(request.group_id)
+        if consumer_group is not None:  # an Empty one gives way, as in Kafka; kafkalab mixes no protocols
+            if consumer_group.members:
+                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id)
+            self.consumer.delete_group(consumer_group)
         group = self.groups.get(request.group_id)
         if group is None:
             if request.member_id:

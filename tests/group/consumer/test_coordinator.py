@@ -223,8 +223,10 @@ def test_classic_and_consumer_groups_do_not_share_an_id():
     c = Cluster()
     _classic_join(c, "classic")  # parked in PreparingRebalance, one member
     assert c.heartbeat(group="classic").error_code == E.GROUP_ID_NOT_FOUND
-    c.join(group="modern")
+    modern = c.join(group="modern").member_id
     assert _classic_join(c, "modern").error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    c.heartbeat(group="modern", member_id=modern, epoch=-1)  # now Empty: it gives way to a classic group
+    assert _classic_join(c, "modern") is None and "modern" not in c.consumer.groups
 
 
 def test_an_empty_classic_group_gives_way_and_keeps_its_offsets():
