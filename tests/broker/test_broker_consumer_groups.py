@@ -75,3 +75,21 @@ def test_assignors_by_kafka_class_name_and_short_name(tmp_path):
     h.advance(2001)  # the session ends on the broker's timer
     again = h.call(HB, 0, {"group_id": "g", "member_id": member, "member_epoch": 1})
     assert again.error_code == 25  # UNKNOWN_MEMBER_ID: fenced
+
+
+def test_dump_log_prints_the_records_a_consumer_group_writes(tmp_path, capsys):
+    from kafkalab.group.partitioner import OFFSETS_TOPIC, partition_for
+    from kafkalab.tools.cli import main
+
+    h = Harness(tmp_path)
+    h.create_topic("t", 2)
+    member = _join(h).member_id
+    h.close()
+    segment = tmp_path / f"{OFFSETS_TOPIC}-{partition_for('g', 50)}" / "00000000000000000000.log"
+    assert main(["dump-log", "--files", str(segment), "--offsets-decoder"]) == 0
+    out = capsys.readouterr().out
+    keys = [line.split("key: ", 1)[1].split(" payload: ")[0] for line in out.splitlines() if " key: " in line]
+    assert [k.split('"type":"')[1].split('"')[0] for k in keys] == ["5", "4", "3", "7", "6", "8"]
+    assert "Unknown record type" not in out and "Error at offset" not in out
+    assert f'"memberId":"{member}"' in out and '"subscribedTopicNames":["t"]' in out
+    assert '"topicName":"t","numPartitions":2' in out and '"epoch":1' in out
