@@ -156,8 +156,10 @@ def test_three_java_members_split_six_partitions(proxied, topic_name, members):
         assert member.saw("closed") == ["closed"]
     assert members[0].saw("committed") == ["committed " + " ".join(f"{p}={PER_PARTITION}" for p in range(PARTITIONS))]
     seen = proxy.take()
-    # Kafka's Java client 3.9 speaks ConsumerGroupHeartbeat v0 and OffsetCommit/OffsetFetch up to v9.
+    # Kafka's Java client 3.9 speaks ConsumerGroupHeartbeat/Describe v0 and OffsetCommit/OffsetFetch up to v9.
     assert (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0) in seen
+    assert (ApiKey.CONSUMER_GROUP_DESCRIBE, 0) in seen  # from the Admin client
+    assert (ApiKey.LIST_GROUPS, 5) in seen
     assert max(v for k, v in seen if k == ApiKey.OFFSET_COMMIT) == 9
     assert max(v for k, v in seen if k == ApiKey.OFFSET_FETCH) == 9
 
