@@ -18,7 +18,8 @@ Expiration (Kafka's ``OffsetExpirationConditionImpl``) runs every
 ``offsets.retention.check.interval.ms``: an offset expires ``offsets.retention.minutes`` after
 its base time -- its explicit expire timestamp if the commit had one (v2-v4
 ``retention_time_ms``), else, for an Empty group with a protocol type, the moment the group
-became Empty, else the commit time. Offsets of non-empty consumer groups do not expire. Each
+became Empty, else the commit time (always the commit time for a KIP-848 group, as Kafka's
+``ConsumerGroup``). Offsets of non-empty consumer groups do not expire. Each
 expired offset gets a tombstone; an Empty group left without offsets becomes Dead.
 
 Worked example: group ``g`` goes Empty at t=0 with ``orders-0`` committed; with retention
@@ -201,6 +202,9 @@ class OffsetStore:
                 del self.offsets[group_id]
                 if group is not None and group.is_in(S.EMPTY):
                     self.coordinator.remove_group(group, now_ms)
+                consumer_group = self.coordinator.consumer.groups.get(group_id)
+                if consumer_group is not None:  # an Empty KIP-848 group goes with its last offset
+                    self.coordinator.consumer.delete_group(consumer_group)
         return expired_count
 
 

@@ -305,3 +305,16 @@ def test_offset_delete_refuses_subscribed_topics():
     error, results = c.coordinator.offsets.delete("g", [("t", 0), ("gone", 0)], c.now_ms)
     assert (error, results) == (E.NONE, [E.GROUP_SUBSCRIBED_TO_TOPIC, E.NONE])
     assert [tp for tp, _ in c.coordinator.offsets.fetch("g", None)] == [("t", 0)]
+
+
+def test_offsets_of_a_live_group_stay_and_an_empty_group_expires_with_them():
+    c = Cluster()
+    m1 = c.join().member_id
+    c.coordinator.offsets.commit("g", 1, m1, None, [OffsetCommit("t", 0, 5, -1, "")], -1, 9, c.now_ms)
+    retention_ms = c.coordinator.settings.offsets_retention_ms
+    c.clock.advance_ms(retention_ms + 1)
+    assert c.coordinator.expire_offsets(c.now_ms) == 0  # a member is still in the group
+    assert c.coordinator.offsets.fetch("g", [("t", 0)])[0][1].offset == 5
+    c.consumer.fence(c.consumer.groups["g"], c.consumer.groups["g"].members[m1])
+    assert c.coordinator.expire_offsets(c.now_ms) == 1  # Empty: by commit time, long past
+    assert "g" not in c.consumer.groups
