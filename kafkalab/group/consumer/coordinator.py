@@ -182,8 +182,7 @@ class ConsumerGroupCoordinator:
 
     def _heartbeat(self, request: Heartbeat) -> HeartbeatResult:
         records: list[KeyValue] = []
-        group = self._group_for(request.group_id, create=request.member_epoch == JOIN_GROUP_MEMBER_EPOCH,
-                                records=records)
+        group = self._group_for(request.group_id, create=request.member_epoch == JOIN_GROUP_MEMBER_EPOCH)
         member = self._member_for(group, request)
         updated = _with_request(member, request)
         group_epoch = self._maybe_bump_epoch(group, member, updated, records)
@@ -207,7 +206,7 @@ class ConsumerGroupCoordinator:
                                self.settings.heartbeat_interval_ms,
                                dict(reconciled.assigned) if full or changed else None)
 
-    def _group_for(self, group_id: str, *, create: bool, records: list[KeyValue]) -> ConsumerGroup:
+    def _group_for(self, group_id: str, *, create: bool) -> ConsumerGroup:
         """Kafka's ``getOrMaybeCreateConsumerGroup``: a classic group with members holds the id."""
         group = self.groups.get(group_id)
         if group is not None:
