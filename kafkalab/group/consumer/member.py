@@ -24,6 +24,21 @@ and the outcome picks the member's next state from :data:`TRANSITIONS`:
   to free the rest (UNRELEASED_PARTITIONS);
 * ``RECONCILED``: it takes the target epoch and the whole target (STABLE).
 
+Drawn from :data:`TRANSITIONS` and :data:`ON_HEARTBEAT`::
+
+                  target moved, something to revoke
+       +--------+ ---------------------------------> +----------------------+
+       | STABLE |                                    | UNREVOKED_PARTITIONS |  (same epoch;
+       +--------+ <--------------------------------- +----------------------+   holds until the
+         |    ^      revoked, all targets free                 |                 member confirms)
+         |    |                                                | revoked, but a target
+         |    | the last target partition is free              | partition is still held
+         |    |                                                v
+         |  +-----------------------+  <------------------------+
+         +->| UNRELEASED_PARTITIONS |   (target epoch; takes what is free, waits for the rest)
+            +-----------------------+
+       target moved, nothing to revoke, a target partition held elsewhere
+
 What a heartbeat lets the member try depends on its state (:data:`ON_HEARTBEAT`): a STABLE
 member behind the target epoch reconciles at its own epoch; an UNREVOKED member that still owns
 a revoked partition holds, and once it owns none reconciles at epoch + 1; an UNRELEASED member
