@@ -42,6 +42,7 @@ is online, ``log_dir_failures.all_offline`` tells the adapter to stop the proces
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,7 @@ from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
+from kafkalab.broker.handlers.consumer_groups import CONSUMER_GROUP_HANDLERS
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
 from kafkalab.broker.handlers.txn import TXN_HANDLERS
@@ -64,6 +66,7 @@ from kafkalab.config.resolve import broker_value
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
+from kafkalab.group.consumer.coordinator import ConsumerGroupSettings
 from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
 from kafkalab.timer import Scheduler
 from kafkalab.txn.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnSettings
@@ -131,7 +134,9 @@ class Broker:
         group_settings = _group_settings(config_store, str(settings.node_id))
         self.offsets_log = BrokerCoordinatorLog(self, group_settings.offsets_partitions, _broker_int(
             config_store, str(settings.node_id), "offsets.topic.segment.bytes"))
-        self.group_coordinator = GroupCoordinator(group_settings, self.offsets_log, timer, rng, clock_ms)
+        self.group_coordinator = GroupCoordinator(
+            group_settings, self.offsets_log, timer, rng, clock_ms, topics=self._topic_metadata,
+            consumer_settings=_consumer_group_settings(config_store, str(settings.node_id), group_settings))
         self.txn_coordinator = self._transaction_coordinator(clock_ms or timer.now_ms)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
@@ -277,6 +282,11 @@ class Broker:
         """Follow the controller: lead, follow or drop partitions as the new image says."""
         self.replica_manager.apply_image(image, self.timer.now_ms())
 
+    def _topic_metadata(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """(topic id, partition count) for the consumer group coordinator's assignors."""
+        topic = self.topics.get(name)
+        return None if topic is None else (topic.topic_id, topic.partition_count)
+
     def _high_watermark_moved(self, topic: str, partition: int) -> None:
         """Kafka's ``tryCompleteDelayedRequests``: a moved HW may complete acks=all produces and
         fetches waiting for bytes that are now committed."""
@@ -319,6 +329,7 @@ HANDLERS: dict[int, Handler] = {
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,
     **TXN_HANDLERS,
+    **CONSUMER_GROUP_HANDLERS,
 }
 
 
@@ -342,6 +353,20 @@ def _group_settings(config_store: DynamicConfigStore, broker_id: str) -> GroupSe
         offsets_retention_ms=value("offsets.retention.minutes") * 60_000,
         offset_metadata_max_bytes=value("offset.metadata.max.bytes"),
     )
+
+
+def _consumer_group_settings(config_store: DynamicConfigStore, broker_id: str,
+                             group_settings: GroupSettings) -> ConsumerGroupSettings:
+    """KIP-848 group configs. ``group.consumer.assignors`` takes short names (``uniform``) or,
+    as Kafka 3.9 lists them, class names (``...assignor.UniformAssignor``)."""
+    names = broker_value(config_store.layers(), broker_id, "group.consumer.assignors")
+    assert isinstance(names, list)
+    assignors = tuple(n.rsplit(".", 1)[-1].removesuffix("Assignor").lower() for n in names)
+    return ConsumerGroupSettings(
+        session_timeout_ms=_broker_int(config_store, broker_id, "group.consumer.session.timeout.ms"),
+        heartbeat_interval_ms=_broker_int(config_store, broker_id, "group.consumer.heartbeat.interval.ms"),
+        assignors=assignors, max_size=_broker_int(config_store, broker_id, "group.consumer.max.size"),
+        offsets_partitions=group_settings.offsets_partitions)
 
 
 __all__ = ["HANDLERS", "Broker", "Outgoing", "Request"]

@@ -199,6 +199,8 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer"], "Group protocols the coordinator serves.", ValidList(("classic", "consumer", "share", "streams"))),
     ConfigKey("group.consumer.session.timeout.ms", I, 45000, "Session timeout of consumer-protocol group members.", at_least(1)),
     ConfigKey("group.consumer.heartbeat.interval.ms", I, 5000, "Heartbeat interval of consumer-protocol group members.", at_least(1)),
+    ConfigKey("group.consumer.assignors", LIST, ["uniform", "range"], "Server-side assignors of consumer-protocol groups; the first is the default.", None),
+    ConfigKey("group.consumer.max.size", I, INT_MAX, "Most members a consumer-protocol group may have.", at_least(1)),
     # --- transactions and __transaction_state -------------------------------------------------
     ConfigKey("transaction.state.log.num.partitions", I, 50, "Partitions of __transaction_state.", at_least(1)),
     ConfigKey("transaction.state.log.replication.factor", S, 3, "Replication factor of __transaction_state.", at_least(1)),

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ErrorCode
+from kafkalab.group.consumer.coordinator import ConsumerGroupCoordinator, ConsumerGroupSettings, TopicLookup
 from kafkalab.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafkalab.group.group import ClassicGroup, Member
 from kafkalab.group.loader import replay
@@ -103,7 +104,8 @@ class GroupCoordinator:
     """Every classic group this node coordinates. Not thread-safe; owned by one broker."""
 
     def __init__(self, settings: GroupSettings, log: CoordinatorLog, timer: Timer, rng: random.Random,
-                 clock_ms: Callable[[], int] | None = None) -> None:
+                 clock_ms: Callable[[], int] | None = None, topics: TopicLookup | None = None,
+                 consumer_settings: ConsumerGroupSettings | None = None) -> None:
         self.settings = settings
         # Requests bring their own now_ms; a timeout has none, so the coordinator asks this
         # (the broker's Clock.milliseconds) to stamp what a timeout changes. Without it, the
@@ -116,6 +118,10 @@ class GroupCoordinator:
         self.rebalance_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Rebalance", timer=timer)
         self.heartbeat_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Heartbeat", timer=timer)
         self.now_ms = 0  # the latest time a request or timer event brought
+        # KIP-848 consumer groups share the group ids, the log and the offsets with classic ones.
+        self.consumer = ConsumerGroupCoordinator(
+            consumer_settings or ConsumerGroupSettings(offsets_partitions=settings.offsets_partitions),
+            log, timer, rng, topics or (lambda name: None), classic=self)
 
     def _timer_fired(self) -> None:
         if self._clock_ms is not None:
@@ -126,6 +132,7 @@ class GroupCoordinator:
         heartbeats from the watch lists once enough pile up: every heartbeat completes one."""
         self.rebalance_purgatory.advance_clock(now_ms)
         self.heartbeat_purgatory.advance_clock(now_ms)
+        self.consumer.advance_clock(now_ms)
 
     # --- JoinGroup ------------------------------------------------------------------------
 
@@ -135,6 +142,11 @@ class GroupCoordinator:
         error = self._check_join(request)
         if error:
             return JoinResult(error, member_id=request.member_id)
+        consumer_group = self.consumer.groups.get(request.group_id)
+        if consumer_group is not None:  # an Empty one gives way, as in Kafka; kafkalab mixes no protocols
+            if consumer_group.members:
+                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id)
+            self.consumer.delete_group(consumer_group)
         group = self.groups.get(request.group_id)
         if group is None:
             if request.member_id:
@@ -522,6 +534,12 @@ class GroupCoordinator:
     def delete_group(self, group_id: str, now_ms: int) -> int:
         """DeleteGroups for one group: only an Empty group may go (NON_EMPTY_GROUP)."""
         self.now_ms = now_ms
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.delete_group(consumer_group)
+            if error == E.NONE:
+                self.offsets.delete_group_offsets(group_id, now_ms)
+            return error
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             return E.GROUP_ID_NOT_FOUND
@@ -551,4 +569,5 @@ class GroupCoordinator:
         for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
+        self.consumer.after_load()
         return count

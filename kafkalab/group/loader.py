@@ -6,9 +6,9 @@ record replaces the whole group (a tombstone removes the group). A group loaded 
 Stable at its stored generation; one without is Empty. Mirrors Kafka's
 ``GroupMetadataManager.replay`` for classic groups.
 
-Records of the newer group types (KIP-848 consumer groups, share and streams groups: key
-types 3 and up), which a log written by Apache Kafka may hold, are skipped: this coordinator
-serves classic groups only.
+KIP-848 consumer group records (key types 3-8) go to the consumer group coordinator's own
+replay (:mod:`kafkalab.group.consumer.replay`). Share and streams group records (types 9 and
+up), which a log written by a newer Apache Kafka may hold, are skipped.
 
 Worked example: records ``(g, orders, 0) -> 42``, ``g -> generation 3, members [c1]``,
 ``(g, orders, 0) -> 57`` load as group ``g`` Stable at generation 3 with ``orders-0`` at 57.
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.group.consumer.records import CONSUMER_GROUP_KEYS
 from kafkalab.group.group import ClassicGroup, Member
 from kafkalab.group.offsets import CommittedOffset
 from kafkalab.group.records import (
@@ -39,7 +40,11 @@ if TYPE_CHECKING:
 def replay(coordinator: GroupCoordinator, records: Iterable[tuple[int, bytes, bytes | None]]) -> int:
     count = 0
     for _partition, key_bytes, value_bytes in records:
-        if record_type(key_bytes) > CLASSIC_RECORD_TYPE_MAX:
+        type_ = record_type(key_bytes)
+        if type_ > CLASSIC_RECORD_TYPE_MAX:
+            if type_ in CONSUMER_GROUP_KEYS:
+                coordinator.consumer.replay(key_bytes, value_bytes)
+                count += 1
             continue
         key = decode_key(key_bytes)
         if isinstance(key, OffsetKey):

@@ -9,14 +9,17 @@ A commit is checked against the group first (Kafka's ``ClassicGroup.validateOffs
   GROUP_ID_NOT_FOUND);
 * generation -1, empty member id and an Empty group: accepted;
 * otherwise the member must be known (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and the generation
-  current (ILLEGAL_GENERATION); during CompletingRebalance the answer is REBALANCE_IN_PROGRESS.
+  current (ILLEGAL_GENERATION); during CompletingRebalance the answer is REBALANCE_IN_PROGRESS;
+* a KIP-848 consumer group checks its member's epoch instead (``generation_id`` carries it,
+  OffsetCommit v9+): STALE_MEMBER_EPOCH when it is not the member's current epoch.
 
 Accepted offsets are appended as one batch of OffsetCommit records, then applied in memory.
 Expiration (Kafka's ``OffsetExpirationConditionImpl``) runs every
 ``offsets.retention.check.interval.ms``: an offset expires ``offsets.retention.minutes`` after
 its base time -- its explicit expire timestamp if the commit had one (v2-v4
 ``retention_time_ms``), else, for an Empty group with a protocol type, the moment the group
-became Empty, else the commit time. Offsets of non-empty consumer groups do not expire. Each
+became Empty, else the commit time (always the commit time for a KIP-848 group, as Kafka's
+``ConsumerGroup``). Offsets of non-empty consumer groups do not expire. Each
 expired offset gets a tombstone; an Empty group left without offsets becomes Dead.
 
 A *transactional* commit (TxnOffsetCommit, KIP-98) is written the same way but as a batch of
@@ -206,6 +209,9 @@ class OffsetStore:
         if not group_id:
             return E.INVALID_GROUP_ID
         coordinator = self.coordinator
+        consumer_group = coordinator.consumer.groups.get(group_id)
+        if consumer_group is not None:  # a KIP-848 group checks the member epoch instead
+            return coordinator.consumer.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
         group = coordinator.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -239,10 +245,14 @@ class OffsetStore:
 
     def delete(self, group_id: str, partitions: Sequence[TopicPartition], now_ms: int) -> tuple[int, list[int]]:
         """OffsetDelete: (group error, per-partition errors)."""
+        consumer_group = self.coordinator.consumer.groups.get(group_id)
         group = self.coordinator.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
+        if consumer_group is not None:  # KIP-848: the members' subscriptions, read directly
+            subscribed = consumer_group.subscribed_topic_names()
+        elif group is None or group.is_in(S.DEAD):
             return int(E.GROUP_ID_NOT_FOUND), []
-        subscribed = subscribed_topics(group) if not group.is_in(S.EMPTY) else set()
+        else:
+            subscribed = subscribed_topics(group) if not group.is_in(S.EMPTY) else set()
         committed = self.offsets.get(group_id, {})
         results: list[int] = []
         gone = []
@@ -280,6 +290,8 @@ class OffsetStore:
             group = self.coordinator.groups.get(group_id)
             if group is not None and not group.is_in(S.EMPTY):
                 continue  # Kafka keeps a live consumer group's offsets
+            if not self.coordinator.consumer.is_empty(group_id):
+                continue  # KIP-848 groups too
             expired = [tp for tp, value in self.offsets[group_id].items()
                        if _expired(group, value, retention_ms, now_ms)]
             self._tombstone(group_id, expired, now_ms)
@@ -288,6 +300,9 @@ class OffsetStore:
                 del self.offsets[group_id]
                 if group is not None and group.is_in(S.EMPTY):
                     self.coordinator.remove_group(group, now_ms)
+                consumer_group = self.coordinator.consumer.groups.get(group_id)
+                if consumer_group is not None:  # an Empty KIP-848 group goes with its last offset
+                    self.coordinator.consumer.delete_group(consumer_group)
         return expired_count
 
 

@@ -114,7 +114,7 @@ class GroupKey:
     group: str
 
 
-def _framed(prefix: int, schema: Message, value: Any, version: int) -> bytes:
+def framed(prefix: int, schema: Message, value: Any, version: int) -> bytes:
     """The int16 ``prefix`` (a key's record type, a value's version), then the body."""
     writer = Writer()
     writer.int16(prefix)
@@ -124,24 +124,24 @@ def _framed(prefix: int, schema: Message, value: Any, version: int) -> bytes:
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     body = OFFSET_COMMIT_KEY.cls(group=group, topic=topic, partition=partition)
-    return _framed(OFFSET_COMMIT_TYPE, OFFSET_COMMIT_KEY, body, KEY_VERSION)
+    return framed(OFFSET_COMMIT_TYPE, OFFSET_COMMIT_KEY, body, KEY_VERSION)
 
 
 def offset_commit_value(value: Any) -> bytes:
     """An ``OffsetCommitValue``: v1 if it carries an expire timestamp, else v3 (as Kafka)."""
     explicit_expiry = value.expire_timestamp >= 0
     version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY if explicit_expiry else OFFSET_COMMIT_VALUE_VERSION
-    return _framed(version, OFFSET_COMMIT_VALUE, value, version)
+    return framed(version, OFFSET_COMMIT_VALUE, value, version)
 
 
 def group_metadata_key(group: str) -> bytes:
     body = GROUP_METADATA_KEY.cls(group=group)
-    return _framed(GROUP_METADATA_TYPE, GROUP_METADATA_KEY, body, KEY_VERSION)
+    return framed(GROUP_METADATA_TYPE, GROUP_METADATA_KEY, body, KEY_VERSION)
 
 
 def group_metadata_value(value: Any) -> bytes:
     version = GROUP_METADATA_VALUE_VERSION
-    return _framed(version, GROUP_METADATA_VALUE, value, version)
+    return framed(version, GROUP_METADATA_VALUE, value, version)
 
 
 CLASSIC_RECORD_TYPE_MAX = GROUP_METADATA_TYPE  # 3+ are KIP-848, share and streams records

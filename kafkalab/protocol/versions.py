@@ -19,6 +19,9 @@ kafkalab does not implement: EndTxn and TxnOffsetCommit at v4, InitProducerId at
 (see :mod:`kafkalab.protocol.messages.transactions`). WriteTxnMarkers (v1) is the partition
 leaders' half, which a transaction coordinator calls; clients never send it.
 
+ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) are advertised at v0, the only
+version Kafka 3.9 defines and the one its Java client sends with ``group.protocol=consumer``.
+
 Worked example: kafka-python 3.0 speaks Metadata 0-13 and kafkalab advertises 0-12, so it sends
 v12; librdkafka 2.0.2 speaks 0-4 and sends v4; aiokafka speaks 0-5 and sends v5.
 """

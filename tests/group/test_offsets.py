@@ -135,7 +135,7 @@ def test_replay_skips_records_of_newer_group_types():
     c = Cluster()
     _commit(c, "simple", -1, "")
     partition = c.coordinator.partition_of("simple")
-    c.log.partitions[partition].insert(0, (b"\x00\x03\x00\x01x", b"\x00\x00"))  # a KIP-848 group record
+    c.log.partitions[partition].insert(0, (b"\x00\x09\x00\x01x", b"\x00\x00"))  # a share group record
     fresh = GroupCoordinator(c.coordinator.settings, c.log, c.timer, random.Random(1))
     assert fresh.load(c.now_ms) == 1
     assert fresh.offsets.fetch("simple", [("orders", 0)])[0][1].offset == 42

@@ -15,6 +15,7 @@ import pytest
 
 from kafkalab.protocol.messages import SCHEMAS
 from tests.protocol._protocol_values import random_struct
+from tests.protocol.kafka_specs import kafka_python_class_from_mirror
 
 _KP_MODULES = [
     "kafka.protocol.metadata", "kafka.protocol.producer", "kafka.protocol.consumer",
@@ -27,7 +28,7 @@ def _kafka_python_class(name: str):
         module = importlib.import_module(module_name)
         if hasattr(module, name):
             return getattr(module, name)
-    raise LookupError(name)
+    return kafka_python_class_from_mirror(name)  # the KIP-848 APIs kafka-python lacks
 
 
 CASES = [

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from kafka.protocol.schemas.load_json import load_json
 
 from kafkalab.protocol.messages import SCHEMAS
 from kafkalab.protocol.schema import Field, parse_versions
+from tests.protocol.kafka_specs import kafka_spec as load_json
 
 
 def _snake(name: str) -> str:

@@ -139,9 +139,12 @@ def handle_leave_group(broker: Broker, request: Request) -> Any:
 def handle_list_groups(broker: Broker, request: Request) -> Any:
     body = request.body
     _R = LIST_GROUPS_RESPONSE.cls
-    groups = broker.group_coordinator.list_groups(body.states_filter, body.types_filter)
+    coordinator = broker.group_coordinator
+    groups = [(*group, "classic") for group in coordinator.list_groups(body.states_filter, body.types_filter)]
+    groups += [(*group, "consumer") for group in coordinator.consumer.list_groups(body.states_filter,
+                                                                                  body.types_filter)]
     return _R(error_code=0, groups=tuple(
-        _R.ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type="classic") for g, t, s in groups))
+        _R.ListedGroup(group_id=g, protocol_type=t, group_state=s, group_type=k) for g, t, s, k in sorted(groups)))
 
 
 def handle_describe_groups(broker: Broker, request: Request) -> Any:

@@ -1,10 +1,12 @@
 """OffsetCommit, OffsetFetch and OffsetDelete: decode, call the group coordinator, encode.
 
-OffsetFetch v8+ carries several groups (KIP-709); earlier versions one. ``topics=null`` (v2+)
-asks for every committed partition of the group. ``require_stable`` (v7+, KIP-447: Kafka's
-Java consumer sets it with ``isolation.level=read_committed``) asks the coordinator to refuse
-an offset a transaction has committed but not yet decided (TxnOffsetCommit before its marker):
-that partition answers UNSTABLE_OFFSET_COMMIT, which the consumer retries. Worked example: OffsetFetch v5 for ``g`` and ``orders-[0, 1]`` where only partition 0
+OffsetFetch v8+ carries several groups (KIP-709); earlier versions one. From v9 each group may
+carry a KIP-848 member's id and epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID). ``topics=null``
+(v2+) asks for every committed partition of the group. ``require_stable`` (v7+, KIP-447:
+Kafka's Java consumer sets it with ``isolation.level=read_committed``) asks the coordinator to
+refuse an offset a transaction has committed but not yet decided (TxnOffsetCommit before its
+marker): that partition answers UNSTABLE_OFFSET_COMMIT, which the consumer retries. Worked
+example: OffsetFetch v5 for ``g`` and ``orders-[0, 1]`` where only partition 0
 was committed (at 42) answers ``[(0, 42, ""), (1, -1, "")]`` with error 0.
 """
 
@@ -51,7 +53,8 @@ def handle_offset_fetch(broker: Broker, request: Request) -> Any:
     body = request.body
     stable = bool(body.require_stable)
     if request.header.api_version >= BATCHED_OFFSET_FETCH_VERSION:
-        return _F(groups=tuple(_fetch_group(broker, g.group_id, g.topics, stable) for g in body.groups))
+        return _F(groups=tuple(_fetch_group(broker, g.group_id, g.topics, stable, g.member_id, g.member_epoch)
+                               for g in body.groups))
     group = _fetch_group(broker, body.group_id, body.topics, stable)
     topic_cls = _F.OffsetFetchResponseTopic
     partition_cls = topic_cls.OffsetFetchResponsePartition
@@ -62,12 +65,17 @@ def handle_offset_fetch(broker: Broker, request: Request) -> Any:
         for t in group.topics))
 
 
-def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: bool) -> Any:
+def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: bool,
+                 member_id: str | None = None, member_epoch: int = -1) -> Any:
+    group_cls = _F.OffsetFetchResponseGroup
+    # v9+: a KIP-848 member fetches with its id and epoch, checked as a commit's would be.
+    error = broker.group_coordinator.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+    if error:
+        return group_cls(group_id=group_id, error_code=error, topics=())
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     offsets = broker.group_coordinator.offsets
     found = offsets.fetch(group_id, wanted)
     by_topic: dict[str, list[Any]] = {}
-    group_cls = _F.OffsetFetchResponseGroup
     partition_cls = group_cls.OffsetFetchResponseTopics.OffsetFetchResponsePartitions
     for (topic, partition), value in found:
         if require_stable and offsets.has_pending(group_id, (topic, partition)):

@@ -4,11 +4,10 @@ Theory of operation
 -------------------
 Each record's key starts with a record type (Kafka's ``CoordinatorRecordType``) that picks
 the key and value messages of Kafka's ``group-coordinator/src/main/resources/common/message/``
-specs. Types 0-2 are the classic group protocol's records, which kafkalab's own coordinator
-writes and replays: their schemas are declared once, in :mod:`kafkalab.group.records`, and
-imported here. Types 3-8 are KIP-848 consumer-group records, which only a log written by Apache
-Kafka holds; they are transcribed here (with :mod:`kafkalab.protocol.schema`'s ``message`` and
-``f``, under Kafka's spec names):
+specs. Types 0-2 are the classic group protocol's records, declared once in
+:mod:`kafkalab.group.records`; types 3-8 are the KIP-848 consumer group's records, declared once
+in :mod:`kafkalab.group.consumer.records`. kafkalab's coordinator writes and replays both, and
+this decoder imports both declarations:
 
 ====  =========================================  ================================================
 type  key                                        value
@@ -41,88 +40,22 @@ import base64
 import binascii
 
 from kafkalab.errors import KafkaError
+from kafkalab.group.consumer.records import CONSUMER_GROUP_KEYS, CONSUMER_GROUP_VALUES
 from kafkalab.group.records import CLASSIC_RECORD_TYPES, GROUP_METADATA_TYPE
 from kafkalab.protocol.messages.consumer_protocol import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE,
 )
-from kafkalab.protocol.schema import Field, Message, f, message
+from kafkalab.protocol.schema import Message
 from kafkalab.protocol.schema_json import JsonValue, read_json
 from kafkalab.protocol.types import Reader
 from kafkalab.records import Record
 from kafkalab.tools.decoders.coordinator import CoordinatorDecoder, ParseResult, RecordType
 
-_GROUP_ID = f("GroupId", "string")
-_MEMBER_ID = f("MemberId", "string")
-
-
-def _group_key(name: str, *extra: Field) -> Message:
-    # Kafka's specs give these keys ``flexibleVersions: none``: plain int16-length strings and
-    # no tag section, unlike their values.
-    return message(name, valid="0", flexible="none", fields=[_GROUP_ID, *extra])
-
-
-def _group_value(name: str, *fields: Field) -> Message:
-    return message(name, valid="0", flexible="0+", fields=fields)
-
-
-_TOPIC_PARTITIONS = (
-    f("TopicId", "uuid"),
-    f("Partitions", "[]int32"),
-    f("AssignmentEpochs", "[]int32", nullable="0+", tag=0, default=None),
-)
-CONSUMER_GROUP_VALUES = {
-    3: _group_value("ConsumerGroupMetadataValue",
-            f("Epoch", "int32"),
-            f("MetadataHash", "int64", tag=0, default=0),
-            f("CreationTimeMs", "int64", tag=1, default=-1)),
-    4: _group_value("ConsumerGroupPartitionMetadataValue",
-            f("Epoch", "int32"),
-            f("Topics", "[]TopicMetadata", fields=(
-                f("TopicId", "uuid"),
-                f("TopicName", "string"),
-                f("NumPartitions", "int32"),
-                f("PartitionRacks", "[]PartitionMetadata", fields=(
-                    f("Partition", "int32"), f("Racks", "[]string")))))),
-    5: _group_value("ConsumerGroupMemberMetadataValue",
-            f("InstanceId", "string", nullable="0+"),
-            f("RackId", "string", nullable="0+"),
-            f("ClientId", "string"),
-            f("ClientHost", "string"),
-            f("SubscribedTopicNames", "[]string"),
-            f("SubscribedTopicRegex", "string", nullable="0+"),
-            f("RebalanceTimeoutMs", "int32"),
-            f("ServerAssignor", "string", nullable="0+"),
-            f("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tag=0,
-                  default=None, fields=(
-                      f("SupportedProtocols", "[]ClassicProtocol", fields=(
-                          f("Name", "string"), f("Metadata", "bytes"))),))),
-    6: _group_value("ConsumerGroupTargetAssignmentMetadataValue",
-            f("AssignmentEpoch", "int32"),
-            f("AssignmentTimestamp", "int64", tag=0, default=0)),
-    7: _group_value("ConsumerGroupTargetAssignmentMemberValue",
-            f("TopicPartitions", "[]TopicPartition", fields=(
-                f("TopicId", "uuid"), f("Partitions", "[]int32")))),
-    8: _group_value("ConsumerGroupCurrentMemberAssignmentValue",
-            f("MemberEpoch", "int32"),
-            f("PreviousMemberEpoch", "int32"),
-            f("State", "int8"),
-            f("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
-            f("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS)),
-}
-_CONSUMER_GROUP_KEYS = {
-    3: _group_key("ConsumerGroupMetadataKey"),
-    4: _group_key("ConsumerGroupPartitionMetadataKey"),
-    5: _group_key("ConsumerGroupMemberMetadataKey", _MEMBER_ID),
-    6: _group_key("ConsumerGroupTargetAssignmentMetadataKey"),
-    7: _group_key("ConsumerGroupTargetAssignmentMemberKey", _MEMBER_ID),
-    8: _group_key("ConsumerGroupCurrentMemberAssignmentKey", _MEMBER_ID),
-}
-
 GROUP_RECORD_TYPES: dict[int, RecordType] = {
     **{t: RecordType(key, value) for t, (key, value) in CLASSIC_RECORD_TYPES.items()},
-    **{t: RecordType(_CONSUMER_GROUP_KEYS[t], CONSUMER_GROUP_VALUES[t]) for t in _CONSUMER_GROUP_KEYS},
+    **{t: RecordType(CONSUMER_GROUP_KEYS[t], CONSUMER_GROUP_VALUES[t]) for t in CONSUMER_GROUP_KEYS},
 }
 
 def _expand(encoded: JsonValue, embedded: Message) -> JsonValue:

@@ -110,6 +110,7 @@ def test_consumer_group_member_metadata_with_tagged_classic_metadata() -> None:
     w.int32(45000)                                # RebalanceTimeoutMs
     w.string("uniform", compact=True)             # ServerAssignor
     classic = Writer()
+    classic.int32(45000)                          # SessionTimeoutMs
     classic.length(1, compact=True)               # SupportedProtocols
     classic.string("range", compact=True)
     classic.bytes_(b"\x00\x01", compact=True)
@@ -127,7 +128,7 @@ def test_consumer_group_member_metadata_with_tagged_classic_metadata() -> None:
         '{"version":"0","data":{"instanceId":null,"rackId":"rack-a","clientId":"client",'
         '"clientHost":"/10.0.0.1","subscribedTopicNames":["orders"],"subscribedTopicRegex":null,'
         '"rebalanceTimeoutMs":45000,"serverAssignor":"uniform","classicMemberMetadata":'
-        '{"supportedProtocols":[{"name":"range","metadata":"AAE="}]}}}')
+        '{"sessionTimeoutMs":45000,"supportedProtocols":[{"name":"range","metadata":"AAE="}]}}}')
 
 
 def test_consumer_group_current_member_assignment() -> None:
