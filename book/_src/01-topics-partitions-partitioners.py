@@ -63,13 +63,10 @@ KAFKA_TEST_VECTORS = {  # from Kafka's UtilsTest: key -> signed 32-bit murmur2
     b"abc": 479470107,
 }
 
-def as_signed32(value: int) -> int:
-    return value - (1 << 32) if value >= 1 << 31 else value
-
 print(f"{'key':<52}{'Kafka':>13}{'kafkalab':>13}{'kafka-python':>14}")
 for key, expected in KAFKA_TEST_VECTORS.items():
     ours = partitioner.murmur2(key)
-    theirs = as_signed32(kafka_python_murmur2(key))
+    theirs = partitioner.to_int32(kafka_python_murmur2(key))  # unsigned -> Java's int
     assert ours == expected == theirs, key
     print(f"{key.decode():<52}{expected:>13}{ours:>13}{theirs:>14}")
 
@@ -79,7 +76,7 @@ for key, expected in KAFKA_TEST_VECTORS.items():
 # 1357151166, and `1357151166 % 3 == 0`:
 
 # %%
-for key in [b"foobar", b"21", b"abc", b"user-1", b"user-2", b"user-3"]:
+for key in [b"foobar", b"21", b"user-1", b"user-2", b"user-3"]:
     positive = partitioner.to_positive(partitioner.murmur2(key))
     print(f"{key.decode():>8}: murmur2 & 0x7fffffff = {positive:>10}  ->  partition "
           f"{partitioner.partition_for_key(key, 3)} of 3")
@@ -160,46 +157,71 @@ for before, after in [(3, 4), (4, 8), (6, 12), (10, 11), (12, 18)]:
 
 # %% [markdown]
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
 #
 # **Predict, then check 1.** With 3 partitions, which partition does the key `abc` go to?
-# (murmur2 of `abc` is 479470107, already positive.) Write your answer, then run the cell.
+# (murmur2 of `abc` is 479470107, already positive.)
 
-# %%
-my_prediction = 0  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a partition number
+my_prediction = 0
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 actual = partitioner.partition_for_key(b"abc", 3)
-assert my_prediction == actual, (
-    f"Not quite: 479470107 % 3 = {479470107 % 3}, so `abc` goes to partition {actual}."
-)
-print(f"Right: `abc` goes to partition {actual} of 3.")
+check_prediction(my_prediction, actual, right=f"`abc` goes to partition {actual} of 3.",
+                 hint="clear the sign bit (nothing to clear here), then take the remainder "
+                      "of 479470107 divided by 3.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 0
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Predict, then check 2.** A topic grows from 5 to 10 partitions. What share of keys move?
+# **Predict, then check 2.** A topic grows from 5 to 8 partitions. What share of keys move?
 # Give a fraction between 0 and 1 (within 2 percentage points).
 
-# %%
-my_prediction = 0.5  # <- your answer
-measured = share_moved(5, 10)
-assert abs(my_prediction - measured) <= 0.02, (
-    f"Not quite: {measured:.1%} of keys moved. A key stays when hash % 5 == hash % 10, which "
-    "happens for 5 of every 10 hash values."
-)
-print(f"Right: {measured:.1%} of the keys moved.")
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a fraction between 0 and 1
+my_prediction = 0.875
+### END SOLUTION
+
+# %% tags=["check"]
+measured = share_moved(5, 8)
+check_prediction(my_prediction, measured, tolerance=0.02, right=f"{measured:.1%} of the keys moved.",
+                 hint="a key stays when hash % 5 == hash % 8. That pattern repeats every "
+                      "lcm(5, 8) hash values: count how many of them stay.")
+### BEGIN HIDDEN TESTS
+assert abs(my_prediction - 0.875) <= 0.02
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** A Java producer (murmur2) and a librdkafka producer with its default
-# `consistent_random` partitioner (CRC32 of the key) write the same keys to one topic. Swap the
-# hash and measure how often the two disagree for a 6-partition topic. Then try librdkafka's
-# `murmur2_random` setting -- its murmur2 agrees with Java's -- by using `partition_for_key`.
+# **Change the engine.** A Java producer (murmur2) and a second producer write the same keys to
+# one 6-partition topic. `second_producer` starts as Java's partitioner, so the two always
+# agree. Make it a librdkafka producer with its default `consistent_random` setting, which
+# hashes keys with CRC32 (`partitioner.crc32_partition`); the check measures how often the two
+# producers now disagree, and passes when they disagree as two independent hashes do. Then
+# explain why librdkafka's `murmur2_random` setting fixes it.
 
-# %%
-import zlib
+# %% tags=["answer"]
+second_producer = partitioner.partition_for_key
+### BEGIN SOLUTION
+### BLANK # your change here
+second_producer = partitioner.crc32_partition
+### END SOLUTION
 
-def librdkafka_consistent_random(key: bytes, num_partitions: int) -> int:
-    return zlib.crc32(key) % num_partitions  # librdkafka's default for keyed records
-
+# %% tags=["check"]
 sample = keys[:20_000]
-disagree = np.mean([
-    librdkafka_consistent_random(k, 6) != partitioner.partition_for_key(k, 6) for k in sample
-])
-print(f"Java and librdkafka's default put {disagree:.0%} of keys in different partitions")
-assert 0.75 < disagree < 0.92  # independent hashes agree about 1 time in 6
+disagree = float(np.mean([second_producer(k, 6) != partitioner.partition_for_key(k, 6) for k in sample]))
+print(f"the two producers put {disagree:.0%} of keys in different partitions")
+assert 0.75 < disagree < 0.92, (
+    "two independent hashes over 6 partitions agree about 1 time in 6; these agree far more "
+    "often. Is second_producer still Java's partitioner?")
+### BEGIN HIDDEN TESTS
+assert second_producer is partitioner.crc32_partition
+### END HIDDEN TESTS

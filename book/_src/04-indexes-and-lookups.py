@@ -266,47 +266,93 @@ widget = viz.show_index_search(demo, "offset", 2990)
 
 # %% [markdown]
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** In the chapter's log, how many bytes does the scan read to find
 # offset 43?
 
-# %%
-my_prediction = 100  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer, in bytes
+my_prediction = 100
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 t = viz.trace_offset_lookup(log, 43)
-assert my_prediction == t.bytes_scanned, (
-    f"Not quite: {t.bytes_scanned} bytes. Offset 43 has its own index entry (43 -> 1220), so the "
-    "scan starts at the batch that holds it and reads just that 100-byte batch."
-)
-print(f"Right: the scan starts at position {t.start_position} and reads {t.bytes_scanned} bytes.")
+check_prediction(my_prediction, t.bytes_scanned,
+                 right=f"the scan starts at position {t.start_position} and reads {t.bytes_scanned} bytes.",
+                 hint="look up 43 in the index dump above: the scan starts at the position of the "
+                      "floor entry and reads batch after batch until it reaches the batch that "
+                      "holds 43.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 100
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Predict, then check 2.** In the 3000-batch demo log, which slot does *every* offset lookup
-# read first?
+# **Predict, then check 2.** A log of 2000 one-record batches, indexed as the demo log above
+# (`index.interval.bytes` = 0). Which slot does *every* offset lookup read first?
 
-# %%
-my_prediction = 1974  # <- your answer
-firsts = {viz.trace_offset_lookup(demo, o).probes[0].slot for o in (5, 1000, 2500, 2999)}
-assert firsts == {my_prediction}, (
-    f"Not quite: {sorted(firsts)}. The first probe is always the first slot of the warm section: "
-    "entries - 1 - 8192 // 8 = 2999 - 1 - 1024."
-)
-print(f"Right: slot {my_prediction}, the first warm slot.")
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a slot number
+my_prediction = 974
+### END SOLUTION
+
+# %% tags=["check"]
+small_demo = viz.build_demo_log(scratch_dir() / "small-demo-0", viz.DemoParams(batches=2000), clock)
+firsts = {viz.trace_offset_lookup(small_demo, o).probes[0].slot for o in (5, 700, 1500, 1999)}
+assert len(firsts) == 1, f"lookups start at different slots: {sorted(firsts)}"
+check_prediction(my_prediction, firsts.pop(), right=f"slot {my_prediction}, the first warm slot.",
+                 hint="count the index entries first (which batch is not indexed?), then find "
+                      "the first slot of the warm section: 8192 bytes of 8-byte entries.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 974
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** The index is sparse to stay small: one entry per `index.interval.bytes`
-# (4096 by default). Make it denser and measure the trade: entries in the index against bytes
-# scanned per lookup, averaged over every offset of a 400-batch log.
+# (4096 by default). Find the sparsest index that makes lookups cheap: choose
+# `index_interval_bytes` so that a 400-batch log's lookups, averaged over every offset, scan
+# fewer than 600 bytes, with no more than 40 index entries.
 
-# %%
-rows = []
-for interval in (4096, 1024, 256, 0):
-    dense = viz.build_demo_log(scratch_dir() / f"dense{interval}-0",
+# %% tags=["answer"]
+index_interval_bytes = 4096
+### BEGIN SOLUTION
+### BLANK # your change here
+index_interval_bytes = 1024
+### END SOLUTION
+
+# %% tags=["check"]
+def index_trade(interval: int, name: str) -> tuple[int, float]:
+    """Index entries and mean bytes scanned per lookup for a 400-batch log."""
+    dense = viz.build_demo_log(scratch_dir() / f"{name}-0",
                                viz.DemoParams(batches=400, index_interval_bytes=interval), clock)
     entries = dense.active_segment.offset_index.entries
     mean = viz.mean_bytes_scanned(dense, range(400))
-    rows.append((interval, entries, mean))
+    dense.close()
+    return entries, mean
+
+entries, mean = index_trade(index_interval_bytes, "chosen")
+print(f"index.interval.bytes={index_interval_bytes}: {entries} entries, {mean:.1f} bytes scanned per lookup")
+assert mean < 600, "lookups still scan too much: make the index denser"
+assert entries <= 40, "the index has more entries than it needs: make it sparser"
+### BEGIN HIDDEN TESTS
+hidden_entries, hidden_mean = index_trade(int(index_interval_bytes), "hidden")
+assert hidden_mean < 600 and hidden_entries <= 40
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The whole trade, from Kafka's default to an entry per batch:
+
+# %%
+rows = [(interval, *index_trade(interval, f"dense{interval}")) for interval in (4096, 1024, 256, 0)]
+for interval, entries, mean in rows:
     print(f"index.interval.bytes={interval:>5}: {entries:>3} entries ({entries * 8:>5} index bytes), "
           f"{mean:7.1f} bytes scanned per lookup")
-    dense.close()
 assert [r[1] for r in rows] == sorted(r[1] for r in rows)  # denser: more entries ...
 assert [r[2] for r in rows] == sorted((r[2] for r in rows), reverse=True)  # ... less scanning
 
