@@ -135,8 +135,9 @@ def build(source: Path, run: bool, keep_unchanged_outputs: bool = False) -> Path
         classroom.add_grading_metadata(notebook)
     if run:
         execute(notebook)
-        if keep_unchanged_outputs and stored.exists():
-            _keep_unchanged_outputs(notebook, nbformat.read(stored, as_version=4))
+        previous = stored if stored.exists() else target  # a chapter graded for the first time
+        if keep_unchanged_outputs and previous.exists():
+            _keep_unchanged_outputs(notebook, nbformat.read(previous, as_version=4))
     nbformat.validate(notebook)
     if graded:
         stored.parent.mkdir(exist_ok=True)

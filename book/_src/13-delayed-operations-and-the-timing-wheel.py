@@ -363,47 +363,69 @@ for label, values in ns_per_op.items():
 # the CPU caches either.
 #
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** With tickMs = 1 and wheelSize = 20, the clock at 0, in which level,
 # bucket, and with what bucket expiration does a task due at 1,234 ms land?
 
-# %%
-my_prediction = (2, 3, 1_200)  # <- your answer: (level, bucket, bucket expiration ms)
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer: (level, bucket, bucket expiration ms)
+my_prediction = (2, 3, 1_200)
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 task = Noop(0)
 task.expiration_ms = 1_234
 fresh = TimingWheel(1, 20, 0, [], [])
 bucket = fresh.add(task)
 actual = (bucket.level, bucket.index, bucket.expiration_ms)
-assert my_prediction == actual, (
-    f"Not quite: {actual}. Level 1 spans only 400 ms, so the task goes to level 2 "
-    "(tick 400 ms): bucket 1234 // 400 % 20 = 3, expiring at 3 × 400 = 1200."
-)
-print("Right:", actual)
+check_prediction(my_prediction, actual,
+                 hint="find the first level whose whole span (tick × 20) reaches past 1,234 ms; "
+                      "the bucket is the task's due time divided by that level's tick, modulo 20.")
+### BEGIN HIDDEN TESTS
+assert tuple(my_prediction) == (2, 3, 1_200)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** Starting from 0, how many bucket flushes does it take to run one
 # task due at 9,000 ms (tickMs 1, wheelSize 20)?
 
-# %%
-my_prediction = 3  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a number of flushes
+my_prediction = 3
+### END SOLUTION
+
+# %% tags=["check"]
 lone_clock = ManualClock(0)
 lone = Timer(lone_clock)
 Scheduler(lone).schedule(9_000, lambda: None)
 flushes = lone.advance_clock(9_000)
-assert my_prediction == flushes, (
-    f"Not quite: {flushes}. 9000 lands in level 3 (tick 8000), bucket expiring at 8000; at "
-    "8000 it cascades to level 2 (tick 400), bucket 8800; at 8800 to level 1 (tick 20), "
-    "bucket 9000; at 9000 it runs."
-)
-print("Right:", flushes, "flushes")
+check_prediction(my_prediction, flushes, right=f"{flushes} flushes",
+                 hint="place the task in its level and bucket; each time its bucket expires it "
+                      "cascades to a finer level, until a bucket expiring at 9,000 runs it.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 3
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 3.** A produce is watched under `t-0`, `t-1` and `t-2` and completes
 # through an event on `t-1`. How many entries does `watched()` report right after?
 
-# %%
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a number of watch-list entries
+my_prediction = 2
+### END SOLUTION
+
+# %% tags=["check"]
 from kafkalab.purgatory.examples import DelayedAcksProduce
 
-my_prediction = 2  # <- your answer
 p_clock = ManualClock(0)
 produce_purgatory = DelayedOperationPurgatory("Produce", p_clock)
 high_watermark = {"t-0": 5, "t-1": 0, "t-2": 5}
@@ -411,23 +433,30 @@ produce = DelayedAcksProduce(30_000, {"t-0": 5, "t-1": 5, "t-2": 5}, high_waterm
 produce_purgatory.try_complete_else_watch(produce, ["t-0", "t-1", "t-2"])
 high_watermark["t-1"] = 5
 produce_purgatory.check_and_complete("t-1")
-assert my_prediction == produce_purgatory.watched(), (
-    f"Not quite: {produce_purgatory.watched()}. The list of t-1 dropped it, but t-0 and t-2 "
-    "still hold the completed produce until they are checked or purged."
-)
-print("Right:", produce_purgatory.watched(), "| completed:", produce.outcome)
+check_prediction(my_prediction, produce_purgatory.watched(),
+                 right=f"{produce_purgatory.watched()} | completed: {produce.outcome}",
+                 hint="completing an operation removes it only from the watch list that was "
+                      "checked; the other lists drop it when they are checked or purged.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 2
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** Build the timer with a coarser tick, `tick_ms=10`. Kafka's rule "due once
-# expiration < currentTime + tickMs" now lets a task run up to 9 ms *before* its expiration.
-# Predict when a task due at 205 ms runs, then check. Then go further: open
-# `kafkalab/timer/wheel.py`, change rule 1 in `TimingWheel.add` from `<` to `<=`, and run
-# `.venv/bin/python -m pytest tests/timer` -- the property tests, which compare the timer with a
-# plain sorted list, catch the off-by-one-tick and print the smallest failing schedule.
+# **Change the engine.** Build the timer with a coarser tick: set `tick_ms` to 10. Kafka's rule
+# "due once expiration < currentTime + tickMs" then lets a task run up to 9 ms *before* its
+# expiration. The check schedules a task due at 205 ms and passes once it runs early, at the
+# tick that makes it due. When does it run, and why?
 
-# %%
+# %% tags=["answer"]
+tick_ms = 1
+### BEGIN SOLUTION
+### BLANK # your change here
+tick_ms = 10
+### END SOLUTION
+
+# %% tags=["check"]
 coarse_clock = ManualClock(0)
-coarse = Timer(coarse_clock, tick_ms=10)
+coarse = Timer(coarse_clock, tick_ms=tick_ms)
 fired_at = []
 Scheduler(coarse).schedule(205, lambda: fired_at.append(coarse.current_time_ms))
 for now_ms in range(0, 300, 5):
@@ -435,7 +464,16 @@ for now_ms in range(0, 300, 5):
     if fired_at:
         break
 print(f"due at 205 ms, ran when the clock reached {fired_at[0]} ms")
-assert fired_at == [200]
+assert fired_at[0] < 205, "the task ran on time: with a 1 ms tick nothing runs early"
+### BEGIN HIDDEN TESTS
+assert tick_ms == 10 and fired_at == [200]
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Going further: open `kafkalab/timer/wheel.py`, change rule 1 in `TimingWheel.add` from `<` to
+# `<=`, and run `.venv/bin/python -m pytest tests/timer` -- the property tests, which compare
+# the timer with a plain sorted list, catch the off-by-one-tick and print the smallest failing
+# schedule. Undo the change afterwards.
 
 # %% [markdown]
 # The logs this chapter wrote live in scratch directories; this last cell removes them.
