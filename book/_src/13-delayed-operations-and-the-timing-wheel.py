@@ -470,10 +470,11 @@ assert tick_ms == 10 and fired_at == [200]
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Going further: open `kafkalab/timer/wheel.py`, change rule 1 in `TimingWheel.add` from `<` to
-# `<=`, and run `.venv/bin/python -m pytest tests/timer` -- the property tests, which compare
-# the timer with a plain sorted list, catch the off-by-one-tick and print the smallest failing
-# schedule. Undo the change afterwards.
+# Going further: open `kafkalab/timer/wheel.py` and change rule 1 in `TimingWheel.add` from `<`
+# to `<=`. `.venv/bin/python -m kafkalab.classroom check wheel-rule-le` fails before the edit
+# and passes after it; then run `.venv/bin/python -m pytest tests/timer` -- the property tests,
+# which compare the timer with a plain sorted list, catch the off-by-one-tick and print the
+# smallest failing schedule. Undo the change afterwards.
 
 # %% [markdown]
 # The logs this chapter wrote live in scratch directories; this last cell removes them.

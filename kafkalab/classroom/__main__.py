@@ -4,6 +4,7 @@
 
     python -m kafkalab.classroom pack --out dist/classroom
     python -m kafkalab.classroom grade SUBMISSIONS --course dist/classroom/instructor --csv grades.csv
+    python -m kafkalab.classroom check sign-bit-abs    # a "change the engine" exercise's check
 """
 
 from __future__ import annotations
@@ -27,10 +28,21 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("submissions", type=Path, help="a folder with one folder per student")
     grade.add_argument("--course", type=Path, default=Path("dist/classroom/instructor"))
     grade.add_argument("--csv", type=Path, default=Path("grades.csv"))
+    engine = commands.add_parser("check", help="run a change-the-engine exercise's check")
+    engine.add_argument("name", help="the exercise's change, e.g. sign-bit-abs")
     for command in (pack, grade):
         command.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S_DEFAULT,
                              help="seconds a cell may run before it is interrupted")
     args = parser.parse_args(argv)
+    if args.command == "check":
+        from kafkalab.classroom.engine_changes import EngineUnchanged, check
+
+        try:
+            print(check(args.name))
+        except EngineUnchanged as unchanged:
+            print(f"not yet: {unchanged}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "pack":
         sources = instructor_notebooks(args.repo)
         if not sources:
