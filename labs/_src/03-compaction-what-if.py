@@ -234,29 +234,53 @@ decisions
 
 # %% [markdown]
 # ## Exercises — predict, then check
-# Replace each `...` with your prediction, then run the cell. The stored notebook has the answers
-# filled in.
+# Each prediction starts blank: replace the `...` with your prediction (a number, or the Spark
+# query that computes it), run the cell, then run the check below it. The check refuses a blank
+# or wrong answer with a hint, and passes only on the engine's value.
 #
-# **1.** How many tombstones are still in the log after the first clean (count them before the
-# new writes, from the prediction)? Why are they still there?
+# **1.** How many tombstones are still in the log below the active segments after the first
+# clean? Count them in Spark's prediction (`predicted`: columns `kept`, `tombstone`, `offset`,
+# `first_uncleanable`), before the new writes. Why are they still there?
 
-# %%
-prediction = int(predicted.where("kept AND tombstone").count())
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK prediction = ...
+prediction = int(predicted.where("kept AND tombstone AND offset < first_uncleanable").count())
+### END SOLUTION
+
+# %% tags=["check"]
 first_clean = spark.read.format("kafkalog").schema("partition int, offset bigint, value binary").load(str(data_dir))
 actual_tombstones = first_clean.where(F.col("value").isNull() & F.expr(
     f"offset < CASE partition {' '.join(f'WHEN {p} THEN {c}' for p, c in checkpoint.items())} END")).count()
-kept_before_active = int(predicted.where("kept AND tombstone AND offset < first_uncleanable").count())
-labs.check("tombstones kept below the active segment", kept_before_active, actual_tombstones)
+labs.check("tombstones kept below the active segment", prediction, actual_tombstones,
+           hint="count only kept tombstones below each partition's first uncleanable offset: "
+                "the active segment is not cleaned at all.")
+### BEGIN HIDDEN TESTS
+if SCALE == "small":
+    assert prediction == 89
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **2.** Offsets survive compaction. What is the largest gap between consecutive offsets in
-# partition 0 after the first clean (below the checkpoint)?
+# partition 0 after the first clean (below the checkpoint)? Compute it from Spark's prediction
+# (`pred`: sorted `(partition, offset)` pairs of the kept records; `checkpoint[0]`).
 
-# %%
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK prediction = ...
 offsets0 = sorted(o for p, o in pred if p == 0 and o < checkpoint[0])
 prediction = max(b - a for a, b in zip(offsets0, offsets0[1:]))
+### END SOLUTION
+
+# %% tags=["check"]
 actual0 = sorted(r.offset for r in first_clean.where(f"partition = 0 AND offset < {checkpoint[0]}").select("offset").collect())
-labs.check("largest offset gap in partition 0", prediction, max(b - a for a, b in zip(actual0, actual0[1:])))
+labs.check("largest offset gap in partition 0", prediction, max(b - a for a, b in zip(actual0, actual0[1:])),
+           hint="take partition 0's kept offsets below the checkpoint, in order, and the largest "
+                "difference between neighbours.")
+### BEGIN HIDDEN TESTS
+if SCALE == "small":
+    assert prediction == 214
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** The cleaner keeps the latest record per key *within the cleanable
