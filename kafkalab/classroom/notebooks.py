@@ -67,22 +67,24 @@ def _metadata(grade_id: str, *, solution: bool = False, grade: bool = False) -> 
 
 
 def learner_notebook(instructor: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The learner's copy: blanks for solutions, no hidden checks, exercise outputs cleared.
+    """The learner's copy: blanks for solutions, no hidden checks, no outputs from the first
+    exercise on (a cell after an exercise may print its answer).
 
-    Cells that are not exercises keep their stored outputs, so the chapter reads as it ran."""
+    Cells before the exercises keep their stored outputs, so the chapter reads as it ran."""
     learner = copy.deepcopy(instructor)
+    in_exercises = False
     for cell in learner.cells:
         tags = _tags(cell)
         if ANSWER_TAG in tags:
             cell.source = _learner_text(cell.source)
+            in_exercises = True
         elif CHECK_TAG in tags:
             cell.source = _without_hidden(cell.source)
             cell.metadata["editable"] = False  # JupyterLab honours these: checks stay as written
             cell.metadata["deletable"] = False
-        else:
-            continue
-        cell.outputs = []
-        cell.execution_count = None
+        if in_exercises and cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
     return learner
 
 
