@@ -5,7 +5,6 @@
     dist/classroom/
       student/book/NN-title.ipynb        learner notebooks: blanks, public checks, no outputs
       student/labs/NN-title.ipynb
-      student/environment.yml            the same environment as the repository (Binder, conda)
       instructor/source/NN-title/NN-title.ipynb   an nbgrader course: answers, hidden checks
       instructor/nbgrader_config.py
 
@@ -63,9 +62,6 @@ def build_packs(sources: list[Path], out_dir: Path,
         learner = notebooks.without_outputs(notebooks.learner_notebook(answered))
         _write(learner, student / part / source.name)
         _write(notebooks.without_outputs(answered), instructor / "source" / source.stem / source.name)
-    environment = _find_up(sources[0].parent, "environment.yml") if sources else None
-    if environment is not None:
-        shutil.copy(environment, student / "environment.yml")
     (instructor / "nbgrader_config.py").write_text(
         NBGRADER_CONFIG.format(cell_timeout_s=cell_timeout_s), encoding="utf-8")
     return Packs(student, instructor)
@@ -74,10 +70,3 @@ def build_packs(sources: list[Path], out_dir: Path,
 def _write(notebook: nbformat.NotebookNode, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
-
-
-def _find_up(start: Path, name: str) -> Path | None:
-    for directory in (start, *start.parents):
-        if (directory / name).is_file():
-            return directory / name
-    return None
