@@ -25,6 +25,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kafkalab.classroom.pack import CELL_TIMEOUT_S_DEFAULT
 
@@ -74,7 +75,7 @@ def _collect(submissions: Path, course: Path, assignments: set[str]) -> set[tupl
     return found
 
 
-def _nbgrader_api(course: Path, cell_timeout_s: int) -> tuple[object, str]:
+def _nbgrader_api(course: Path, cell_timeout_s: int) -> tuple[Any, str]:  # nbgrader is untyped
     # nbgrader is imported here only: the rest of kafkalab never needs it.
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
