@@ -26,7 +26,9 @@ check_version("0.1.0")
 # ## A first record batch
 # Kafka's unit of storage and transfer is the **record batch**: a header plus one or more
 # records, each with an offset, a timestamp, an optional key and a value. Let us build one with
-# kafkalab's record codec, exactly as a Kafka 0.11+ producer would send it.
+# kafkalab's record codec, in the format a Kafka 0.11+ producer sends. One difference: this
+# batch carries no producer id (-1). A Kafka 3.x producer is idempotent by default, so it sends
+# the producer id the broker gave it and a sequence number per batch (chapter 02 shows where).
 
 # %%
 from kafkalab.records.model import Record
