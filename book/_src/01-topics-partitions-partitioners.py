@@ -96,8 +96,9 @@ except InvalidPartitionsError as error:
 # %% [markdown]
 # ## Keys without a key: sticky partitioning
 #
-# Records with a null key need no particular partition. Old Java producers sent each one to a
-# random (later round-robin) partition, which spread the records of one `send()` burst across
+# Records with a null key need no particular partition. The Java producer before Kafka 2.4 sent
+# them round-robin over the available partitions (it was the old Scala producer that kept one
+# random partition until the next metadata refresh), which spread the records of one burst across
 # every partition: many small batches, many small requests. **KIP-480** (Kafka 2.4) made the
 # producer *sticky*: it keeps sending null-key records to one partition until the batch for that
 # partition is full or sent, then switches. **KIP-794** (Kafka 3.3) refined it: the producer
