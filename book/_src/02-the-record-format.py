@@ -4,8 +4,10 @@
 # Everything Kafka stores or sends -- a produce request, a `.log` segment, a fetch response -- is
 # the same thing: a concatenation of *log entries*. This chapter builds entries with kafkalab's
 # codec in all three message formats ("magic" 0, 1 and 2), puts them side by side, and reads
-# their bytes. Knowing this layout is what lets the broker append without decoding, index by
-# byte position, and send files to consumers with `sendfile`.
+# their bytes. Knowing this layout is what lets the broker append without *re-encoding* (Kafka's
+# `LogValidator` still walks every record to validate it and assign offsets, but writes the
+# producer's bytes when it can), index by byte position, and send files to consumers with
+# `sendfile`.
 
 # %%
 from kafkalab.book import check_version
