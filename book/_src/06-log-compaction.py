@@ -44,7 +44,9 @@ exit_status = kafkalab_cli(["dump-log", "--print-data-log", "--files", str(log.s
 # ## Which part of the log the cleaner may touch
 # The cleaner splits a log in three. Below the **cleaner checkpoint** the log is already clean;
 # from there to the **first uncleanable offset** it is *dirty*; the rest it must not touch. The
-# first uncleanable offset is the smallest of the high watermark, the active segment's base offset
+# first uncleanable offset is the smallest of the last stable offset (Kafka's bound: no record of
+# an open transaction is cleaned; with no transaction open it equals the high watermark, which
+# is what kafkalab's cleaner takes here), the active segment's base offset
 # (**the active segment is never cleaned**) and the first segment younger than
 # `min.compaction.lag.ms`. A log is cleaned when its *dirty ratio*, dirty bytes / (clean + dirty
 # bytes), is above `min.cleanable.dirty.ratio` (0.5).
