@@ -7,8 +7,10 @@
 #   i.e. until the high watermark passes it -- at most the request's `timeout.ms`;
 # * a **fetch** from a consumer may ask for at least `fetch.min.bytes` of data and agree to wait
 #   up to `fetch.max.wait.ms` for it;
-# * a **segment deletion** is held back for `file.delete.delay.ms` (60 s by default) so that
-#   readers still using the old segment can finish.
+# * a **`DeleteRecords`** request (the `kafka-delete-records` tool) waits until every in-sync
+#   replica has moved its log start offset past the requested offset -- Kafka's
+#   `DelayedDeleteRecords`. (The `file.delete.delay.ms` wait before a deleted segment's files go
+#   is a different mechanism: a task on the broker's scheduler, not a purgatory operation.)
 #
 # Kafka parks such requests as **delayed operations** in a **purgatory**, and keeps their
 # timeouts on a **hierarchical timing wheel**. A busy broker holds hundreds of thousands of them,
@@ -69,8 +71,10 @@ for fetch in (busy, quiet):
 #
 # Both roads go through `force_complete`. The flag is raised *before* `on_complete` runs, so
 # whichever road comes second -- or a re-entrant call from inside `on_complete` -- finds the work
-# done. Kafka guards the same flag with a lock because its roads run on different threads;
-# kafkalab's core is single-threaded, but the guard is the same:
+# done. Kafka's roads run on different threads, so its flag is an `AtomicBoolean` raised with
+# `compareAndSet(false, true)`: exactly one caller wins, without a lock (the operation's lock
+# serialises `tryComplete`, not this guard). kafkalab's core is single-threaded, so a plain
+# flag gives the same guarantee:
 
 # %%
 import inspect
