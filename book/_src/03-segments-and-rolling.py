@@ -90,10 +90,13 @@ for event in events:
 #
 # 1. **`segment.bytes`** (broker default `log.segment.bytes` = 1 GiB): the batch would not fit.
 # 2. **`segment.ms`** (`log.roll.ms`, else `log.roll.hours` = 168 h; the `ms` setting wins):
-#    the segment's first timestamp is more than that long ago, so even a quiet partition gets
-#    new segments -- and retention, which deletes whole segments, can make progress.
-# 3. **a full index**: the offset index or time index has no free slot left
-#    (`segment.index.bytes`, broker `log.index.size.max.bytes` = 10 MiB).
+#    the segment's first timestamp is more than that long ago, so a slow partition still gets
+#    new segments -- and retention, which deletes whole segments, can make progress. The check
+#    runs only when a batch arrives: a partition that receives nothing never rolls, however old
+#    its active segment grows.
+# 3. **a full index**: the offset index has no free slot left, or the time index has one
+#    (it counts as full one slot early, keeping the last slot for the entry written when the
+#    segment rolls) -- sized by `segment.index.bytes`, broker `log.index.size.max.bytes` = 10 MiB.
 # 4. **relative offset overflow**: index entries store offsets as 4-byte offsets relative to
 #    the base offset, so a segment cannot span more than 2^31 - 1 offsets.
 #
