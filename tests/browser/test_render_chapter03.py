@@ -25,7 +25,8 @@ from tests.browser.lab_harness import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
-CHAPTER = "03-segments-and-rolling.ipynb"
+# The answered chapter: the learner's copy stops at its first blank prediction, by design.
+CHAPTER = "_instructor/03-segments-and-rolling.ipynb"
 WIDGET_TIMEOUT_MS = 20_000
 VIEWPORT = {"width": 1400, "height": 1000}
 
