@@ -93,7 +93,32 @@ hexdump.hexdump(v2)
 # length 106 (the 118-byte entry minus the 12-byte log overhead); `ff ff ff ff` at 12 is the
 # partition leader epoch -1 (no leader stamped it yet); `02` at 16 is the magic. The first
 # record starts at byte 61 with its length as a varint.
-#
+
+# %% [markdown]
+# ## LogAppendTime: the broker's clock in the header
+# A topic with `message.timestamp.type=LogAppendTime` makes the broker, not the producer, say
+# when each record happened. In v2 it does not touch the records: it sets bit 3 of
+# `attributes` (the timestamp type) and writes its own clock into `maxTimestamp`, and every
+# reader then reports that time for every record of the batch, whatever the records' own deltas
+# say. Both fields sit inside the CRC's range, so the broker recomputes the CRC -- but it still
+# copies the records' bytes as they came. Here is the same batch stamped at a later time,
+# decoded by kafkalab and by kafka-python:
+
+# %%
+from kafka.record.default_records import DefaultRecordBatch
+from kafkalab.records.header import TimestampType
+
+APPEND_TIME_MS = BASE_TIMESTAMP_MS + 60_000  # the broker's clock when the batch arrived
+stamped = build_v2_batch(records, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time_ms=APPEND_TIME_MS)
+for name, data in [("CreateTime", v2), ("LogAppendTime", stamped)]:
+    h = read_header(data, 0)
+    theirs = DefaultRecordBatch(bytes(data))
+    print(f"{name:>13}: attributes {h.attributes:#06x}, maxTimestamp {h.max_timestamp}, "
+          f"record timestamps (kafkalab) {[r.timestamp for r in decode_v2(data)]}, "
+          f"(kafka-python) {[r.timestamp for r in theirs]}")
+assert len(stamped) == len(v2) and stamped[61:] == v2[61:]  # the records' bytes are the same
+
+# %% [markdown]
 # ## Varints and zigzag
 # A v2 record's fields are *zigzag varints*. Zigzag maps small negative numbers to small
 # positive ones (0 → 0, -1 → 1, 1 → 2, -2 → 3 ...), and the varint stores 7 bits per byte, with
