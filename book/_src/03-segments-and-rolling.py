@@ -55,7 +55,11 @@ for name in sorted(os.listdir(log.directory)):
 # each snapshot is empty -- a version, a CRC and a count of 0; chapter 12 fills one. The 8-byte
 # `leader-epoch-checkpoint` is written as soon as a partition has a leader epoch: it records
 # which epoch began at which offset (here only epoch 0 at offset 0), which chapter 08 uses to
-# cut a follower's log after a leader change.
+# cut a follower's log after a leader change. One file a Kafka segment can have is missing: the
+# `.txnindex`. Kafka creates it only when the segment holds the end of an *aborted* transaction;
+# it lists each aborted transaction (producer id, first and last offset, the last stable offset
+# then), so a `read_committed` consumer can skip their records without reading them twice.
+# Transactions come in chapter 12.
 #
 # Read the names carefully: **a segment is named after its own base offset**, the first offset
 # it holds, zero-padded to 20 digits. `00000000000000000011.log` starts at offset 11. (One of
