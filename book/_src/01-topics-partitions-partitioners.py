@@ -157,6 +157,36 @@ for before, after in [(3, 4), (4, 8), (6, 12), (10, 11), (12, 18)]:
 # partitions, then falls as batches get smaller and replication fetches more partitions.
 
 # %% [markdown]
+# ## How many partitions a topic gets, and where they live
+# A topic created with `kafka-topics --create --partitions N --replication-factor R` gets what it
+# asks for. A topic that a producer or consumer creates by naming it (when the broker allows
+# `auto.create.topics.enable`, true by default) gets the broker's **`num.partitions`**, 1 by
+# default, and `default.replication.factor`, also 1: one partition means no parallelism at all,
+# which is why production clusters set both or turn auto-creation off.
+#
+# The controller then places each partition's R replicas on R different brokers; the first
+# replica of the list is the partition's *preferred leader*. kafkalab's controller walks the
+# live brokers round-robin from a random start, so leaders and replicas spread evenly. Kafka's
+# KRaft controller (`StripedReplicaPlacer`) has the same goals and more: it spreads replicas over
+# racks first, avoids giving every partition the same set of brokers, and prefers unfenced ones.
+# A simulated three-broker cluster, six partitions, three replicas each:
+
+# %%
+from kafkalab.book import remove_scratch_dirs, scratch_dir
+from kafkalab.config.definitions import broker_default
+from kafkalab.sim.cluster import SimCluster
+
+print("num.partitions default:", broker_default("num.partitions"),
+      "| default.replication.factor default:", broker_default("default.replication.factor"))
+placement = SimCluster(scratch_dir(), nodes=3, seed=7)
+placement.create_topic("orders", 6, 3)
+for p in range(6):
+    registration = placement.controller.image.partition("orders", p)
+    print(f"orders-{p}: replicas {list(registration.replicas)}, leader {registration.leader}")
+placement.close()
+remove_scratch_dirs()
+
+# %% [markdown]
 # ## Exercises
 # Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
 # the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
