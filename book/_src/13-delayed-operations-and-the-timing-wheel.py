@@ -142,6 +142,35 @@ print(show(purge_trace[-1]))
 # 1,500 watched − 0 pending > 1,000, so the watch lists were swept and the estimate reset;
 # `OperationsPurged` records the sweep with the two counts that triggered it.
 #
+# ## Delayed produce
+# A produce with `acks=all` is answered only once every in-sync replica has the batch: once the
+# partition's high watermark passes the batch's last offset. The leader appends, then parks the
+# request in the `Produce` purgatory, watched under its partitions (Kafka's `DelayedProduce`).
+# Each follower fetch that moves the high watermark checks that partition's watch list; if no
+# fetch gets there within the request's `timeout.ms` (30 s by default), the timer expires the
+# produce and the broker answers `REQUEST_TIMED_OUT` for the partitions still short -- the
+# records stay in the leader's log, which is why a retried produce needs idempotence. Two
+# produces, one on a partition whose followers keep up and one whose follower is gone:
+
+# %%
+from kafkalab.purgatory.examples import DelayedAcksProduce
+
+acks_clock = ManualClock(0)
+acks_purgatory = DelayedOperationPurgatory("Produce", acks_clock)
+hw = {"orders-0": 100, "orders-1": 40}  # the leader has appended up to 110 and 50
+kept_up = DelayedAcksProduce(30_000, {"orders-0": 110}, hw, acks_clock, name="produce orders-0")
+left_behind = DelayedAcksProduce(30_000, {"orders-1": 50}, hw, acks_clock, name="produce orders-1")
+for produce_request, partition in ((kept_up, "orders-0"), (left_behind, "orders-1")):
+    acks_purgatory.try_complete_else_watch(produce_request, [partition])
+acks_clock.set_ms(7)
+hw["orders-0"] = 110  # the followers' fetches at 7 ms move the high watermark past the batch
+acks_purgatory.check_and_complete("orders-0")
+acks_clock.set_ms(30_000)
+acks_purgatory.advance_clock(30_000)
+for produce_request in (kept_up, left_behind):
+    print(f"{produce_request.name}: {produce_request.outcome}")
+
+# %% [markdown]
 # ## Delayed delete
 # Retention does not delete a segment's files at once: it renames them with a `.deleted`
 # suffix and deletes them `file.delete.delay.ms` later. Nothing but time ends that wait, so it
