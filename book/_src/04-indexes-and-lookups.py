@@ -189,6 +189,44 @@ assert (engine_answer.timestamp, engine_answer.offset) == (ts_trace.found_timest
 widget = viz.show_index_search(log, "timestamp", 1557554753430)
 
 # %% [markdown]
+# ## Positions after cleaning
+# An index entry maps an offset to a byte *position*, so it is only true for the file it was
+# written for. The log cleaner (chapter 06) writes a new, shorter file for each segment it
+# cleans, with a new index beside it: the offsets keep their values -- gaps and all -- but every
+# position moves. Eight one-record batches with keys k0 k1 k2 k0 k1 k2 k0 k1 (every batch
+# indexed), then one clean, which keeps the last record of each key:
+
+# %%
+from kafkalab.records.codec import iter_batches
+from kafkalab.records.model import Record
+from kafkalab.records.v2 import build_v2_batch
+from kafkalab.storage.cleaner import LogCleaner
+
+compacted = Log.open(scratch_dir() / "compacted-0", LogConfig(cleanup_policy="compact", index_interval_bytes=0), clock)
+for key in (b"k0", b"k1", b"k2", b"k0", b"k1", b"k2", b"k0", b"k1"):
+    compacted.append_as_leader(build_v2_batch([Record(0, clock.milliseconds(), key, b"v" * 40)]), leader_epoch=0)
+compacted.roll("manual")  # the cleaner never touches the active segment
+
+def layout(segment: LogSegment) -> str:
+    data = segment.log_path.read_bytes()
+    offsets = [batch.header.base_offset for batch in iter_batches(data)]
+    return f"offsets {offsets}, {len(data)} bytes; index {segment.offset_index.raw_entries()}"
+
+print("before:", layout(compacted.segments[0]))
+LogCleaner(compacted.directory.parent, clock.milliseconds).force_clean(compacted)
+print("after: ", layout(compacted.segments[0]))
+for target in (2, 6):
+    t = viz.trace_offset_lookup(compacted, target)
+    print(f"lookup {target}: scan from position {t.start_position}, first batch at or after it at "
+          f"position {t.found_position}")
+
+# %% [markdown]
+# Offset 5 now sits at position 0 (a segment's first batch is never indexed), 6 at 110 and 7 at
+# 220, where they were 550, 660 and 770. A lookup of a cleaned-away offset, 2, finds no batch
+# holding it and stops at the first batch after it: a consumer that asks for offset 2 is given
+# the records from 5 on, the next offsets that still exist.
+
+# %% [markdown]
 # ## Kafka's cache-friendly binary search
 # A textbook binary search starts in the middle of the file. Kafka's `AbstractIndex` does not,
 # because of who asks: almost every lookup is for data near the **end** of the log -- consumers
