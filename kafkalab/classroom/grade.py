@@ -14,7 +14,8 @@ cell that runs longer than ``cell_timeout_s`` is interrupted and counts as an er
 submission that loops costs at most that long per looping cell and is graded, not hung.
 
 The CSV has one row per submitted notebook: ``student, notebook, score, max_score, failed``
-(the ids of the checks that failed, e.g. ``check-2``).
+(the ids of the checks that failed, e.g. ``check-2``, or ``not graded`` for a file nbgrader
+could not open, which scores zero).
 """
 
 from __future__ import annotations
@@ -53,9 +54,12 @@ def grade_folder(submissions: Path, course: Path, csv_path: Path,
     api, gradebook_url = _nbgrader_api(course, cell_timeout_s)
     for assignment in sorted({a for _student, a in submitted}):
         _require(api.generate_assignment(assignment, force=True), f"creating {assignment}")
+    unreadable = set()
     for student, assignment in sorted(submitted):
-        api.autograde(assignment, student, force=True, create=True)
-    grades = [_read_grade(gradebook_url, student, a) for student, a in sorted(submitted)]
+        if not api.autograde(assignment, student, force=True, create=True).get("success"):
+            unreadable.add((student, assignment))  # not a notebook nbgrader can open, say
+    grades = [_read_grade(gradebook_url, student, a, (student, a) in unreadable)
+              for student, a in sorted(submitted)]
     _write_csv(grades, csv_path)
     return grades
 
@@ -100,13 +104,15 @@ def _require(result: dict[str, object], what: str) -> None:
         raise RuntimeError(f"nbgrader failed {what}: {result.get('error') or result.get('log')}")
 
 
-def _read_grade(gradebook_url: str, student: str, assignment: str) -> NotebookGrade:
+def _read_grade(gradebook_url: str, student: str, assignment: str, unreadable: bool) -> NotebookGrade:
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(gradebook_url) as gradebook:
         try:
             notebook = gradebook.find_submission_notebook(assignment, assignment, student)
-        except MissingEntry:  # nbgrader could not grade it at all (not a notebook, say)
+        except MissingEntry:
+            unreadable = True
+        if unreadable:  # nbgrader could not grade it at all: zero, and say so
             source = gradebook.find_notebook(assignment, assignment)
             return NotebookGrade(student, assignment, 0.0, float(source.max_score), ("not graded",))
         failed = tuple(sorted(g.name for g in notebook.grades if g.score < g.max_score))

@@ -1,8 +1,8 @@
 """`make classroom`'s packs, and nbgrader grading a folder of submissions into a CSV.
 
-The grading test hands in chapter 00 (two graded checks, the quickest chapter to run) as five
+The grading test hands in chapter 00 (two graded checks, the quickest chapter to run) as six
 students would: all right, one answer wrong, a cell that raises, a cell that loops forever, and
-the notebook as handed out. Scores come from nbgrader's own gradebook.
+the notebook as handed out, and a file that is no notebook. Scores come from nbgrader's own gradebook.
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ def test_grading_a_folder_of_submissions(tmp_path: Path) -> None:
         path.parent.mkdir(parents=True)
         nbformat.write(_submission(learner, answers), path)
     (submissions / "ada" / "notes.ipynb").write_text("{}")  # not an exercise notebook: skipped
+    (submissions / "fay").mkdir()
+    (submissions / "fay" / f"{CHAPTER}.ipynb").write_text("not a notebook")  # a broken hand-in
 
     started_s = time.monotonic()
     grades = grade_folder(submissions, packs.instructor, tmp_path / "grades.csv", CELL_TIMEOUT_S)
@@ -89,6 +91,7 @@ def test_grading_a_folder_of_submissions(tmp_path: Path) -> None:
         "cyd": (1.0, 2.0, ("check-2",)),
         "dan": (1.0, 2.0, ("check-1",)),  # interrupted after CELL_TIMEOUT_S, then graded
         "eve": (0.0, 2.0, ("check-1", "check-2")),
+        "fay": (0.0, 2.0, ("not graded",)),
     }
     with (tmp_path / "grades.csv").open(newline="") as rows:
         table = list(csv.DictReader(rows))
