@@ -283,10 +283,46 @@ if SCALE == "small":
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** The cleaner keeps the latest record per key *within the cleanable
-# range*. Make `force_clean` also clean the active segment (pass the log end offset as the
-# first uncleanable offset in `kafkalab/storage/cleaner/manager.py`) and re-run the comparison:
-# which prediction changes, and why would Kafka never allow this on a live log?
+# **Change the engine.** Exercise 1's tombstones stay for `delete.retention.ms` (24 h by
+# default) after the first clean that keeps them, so that a consumer that is behind still sees
+# each delete. Change the topic's `delete.retention.ms` in `tombstone_overrides`: the check
+# writes a fresh copy of the topic, cleans each partition twice (the first clean stamps each
+# kept tombstone's delete horizon, the second drops those whose horizon has passed), and passes
+# when no tombstone is left below the active segments. Then explain: what does a consumer that
+# was offline during those two cleans see for a deleted key?
+#
+# Going further: the cleaner keeps the latest record per key only *within the cleanable range*,
+# and the active segment is never in it. Find every place in `kafkalab/storage/cleaner/` that
+# keeps the active segment out, and why Kafka would never clean it on a live log.
+
+# %% tags=["answer"]
+tombstone_overrides = dict(OVERRIDES)
+### BEGIN SOLUTION
+### BLANK # your change here
+tombstone_overrides["delete.retention.ms"] = "0"
+### END SOLUTION
+
+# %% tags=["check"]
+fresh_dir = labs.scratch_dir("lab03-tombstones-")
+generate(GenSpec(**{**{f: getattr(spec, f) for f in spec.__slots__}, "data_dir": str(fresh_dir)}), show_progress=False)
+fresh_now_ms = START_MS + PARAMS["records"]  # the clock just after the last append
+fresh_cleaner = LogCleaner(fresh_dir, lambda: fresh_now_ms)
+active_base = {}
+for p in sorted(written):
+    for _ in range(2):
+        log = labs.open_partition_log(fresh_dir / f"profiles-{p}", tombstone_overrides, fresh_now_ms)
+        fresh_cleaner.force_clean(log)
+        active_base[p] = log.active_segment.base_offset
+        log.close()
+tombstones_left = (spark.read.format("kafkalog").schema("partition int, offset bigint, value binary")
+                   .load(str(fresh_dir)).where(F.col("value").isNull() & F.expr(
+                       f"offset < CASE partition {' '.join(f'WHEN {p} THEN {b}' for p, b in active_base.items())} END"))
+                   .count())
+print(f"tombstones left below the active segments after two cleans: {tombstones_left}")
+assert tombstones_left == 0, "tombstones are still kept: they stay for delete.retention.ms after the first clean"
+### BEGIN HIDDEN TESTS
+assert int(tombstone_overrides["delete.retention.ms"]) == 0
+### END HIDDEN TESTS
 
 # %%
 spark.stop()
