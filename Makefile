@@ -13,7 +13,7 @@ JOBS ?= 2
 # Extra pytest arguments for `make campaign`, e.g. CAMPAIGN_ARGS="-k crash --count 5".
 CAMPAIGN_ARGS ?=
 
-.PHONY: setup lab test test-fast campaign bench typecheck clean
+.PHONY: setup lab test test-fast campaign bench typecheck clean classroom grade
 
 setup: $(STAMP)
 
@@ -52,6 +52,18 @@ campaign: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m kafkalab.bench $(BENCH_ARGS)
+
+# Classroom mode: a student pack (blank exercises, no solutions, no hidden checks) and an
+# instructor pack (an nbgrader course) under dist/classroom; `make grade SUBMISSIONS=dir` grades
+# dir/<student>/NN-title.ipynb offline into grades.csv. See README.md, "Classroom".
+CLASSROOM_DIR ?= dist/classroom
+SUBMISSIONS ?= submissions
+GRADES_CSV ?= grades.csv
+classroom: $(STAMP)
+	$(PY) -m kafkalab.classroom pack --out $(CLASSROOM_DIR)
+
+grade: $(STAMP)
+	$(PY) -m kafkalab.classroom grade $(SUBMISSIONS) --course $(CLASSROOM_DIR)/instructor --csv $(GRADES_CSV)
 
 typecheck: $(STAMP)
 	$(PY) -m mypy kafkalab

@@ -81,3 +81,43 @@ def check_version(expected: str) -> str:
             "into .venv), then restart the kernel (Kernel > Restart Kernel)."
         )
     return f"kafkalab {installed} ready."
+
+
+class NotAnswered(AssertionError):
+    """An exercise's check ran while its prediction was still blank."""
+
+
+class WrongPrediction(AssertionError):
+    """An exercise's prediction differs from the engine's answer."""
+
+
+def check_prediction(
+    prediction: object, actual: object, *, hint: str, right: str = "", tolerance: float = 0.0
+) -> None:
+    """The check cell of a "predict, then check" exercise.
+
+    Refuses a blank prediction (``None`` or ``...``) with :class:`NotAnswered` and a wrong one
+    with :class:`WrongPrediction` carrying ``hint``, which must help without giving the answer
+    away. Passes only when ``prediction`` equals the engine's ``actual`` (numbers: within
+    ``tolerance``; ``True`` is not taken for 1), and then prints ``Right:`` and ``right``.
+    Both errors are ``AssertionError``s, so an autograder counts them as a failed check.
+    """
+    if prediction is None or prediction is ...:
+        raise NotAnswered(
+            "not answered yet: replace the blank in the cell above with your prediction, "
+            "run that cell, then run this one again"
+        )
+    if not _same_answer(prediction, actual, tolerance):
+        raise WrongPrediction(f"Not quite: {prediction!r} is not the engine's answer. Hint: {hint}")
+    print(f"Right: {right}" if right else f"Right: {actual!r}")
+
+
+def _same_answer(prediction: object, actual: object, tolerance: float) -> bool:
+    numbers = (int, float)
+    if isinstance(actual, numbers) and not isinstance(actual, bool):
+        if isinstance(prediction, bool) or not isinstance(prediction, numbers):
+            return False
+        return abs(prediction - actual) <= tolerance
+    if isinstance(actual, (list, tuple)) and isinstance(prediction, (list, tuple)):
+        return list(prediction) == list(actual)  # (2, 3) and [2, 3] are the same answer
+    return prediction == actual

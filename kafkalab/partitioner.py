@@ -33,6 +33,7 @@ buffers) with numpy, one pass per 4-byte block position, for the Spark labs.
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -88,6 +89,17 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
     if num_partitions <= 0:
         raise InvalidPartitionsError(f"num_partitions must be >= 1 to place key {key[:16]!r}, got {num_partitions}")
     return to_positive(murmur2(key)) % num_partitions
+
+
+def crc32_partition(key: bytes, num_partitions: int) -> int:
+    """The partition librdkafka's ``consistent`` partitioner picks for a non-null ``key``: the
+    CRC-32 of the key modulo the partition count. It is also what librdkafka's default,
+    ``consistent_random``, does with keyed records (confluent-kafka, kcat), so a Java producer
+    and a librdkafka producer with default settings put most keys in different partitions;
+    librdkafka's ``murmur2_random`` setting agrees with Java (:func:`partition_for_key`)."""
+    if num_partitions <= 0:
+        raise InvalidPartitionsError(f"num_partitions must be >= 1 to place key {key[:16]!r}, got {num_partitions}")
+    return zlib.crc32(key) % num_partitions
 
 
 def murmur2_array(data: npt.ArrayLike, offsets: npt.ArrayLike) -> npt.NDArray[np.int32]:

@@ -10,6 +10,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from kafkalab.errors import InvalidPartitionsError, InvalidRecordError
 from kafkalab.partitioner import (
+    crc32_partition,
     murmur2,
     murmur2_array,
     partition_for_key,
@@ -89,3 +90,15 @@ def test_murmur2_array_rejects_offsets_outside_buffer() -> None:
         murmur2_array(np.zeros(3, np.uint8), np.array([0, 5]))
     with pytest.raises(InvalidRecordError, match="non-decreasing"):
         murmur2_array(np.zeros(3, np.uint8), np.array([2, 1]))
+
+
+def test_crc32_partition_is_the_ieee_crc_of_the_key_modulo_the_count() -> None:
+    # librdkafka's rd_crc32 is the IEEE 802.3 CRC-32; its check value for "123456789" is
+    # 0xCBF43926 (the catalogue value every CRC-32 implementation is tested against).
+    assert crc32_partition(b"123456789", 0xFFFFFFFF) == 0xCBF43926
+    assert crc32_partition(b"123456789", 7) == 0xCBF43926 % 7
+
+
+def test_crc32_partition_rejects_zero_partitions() -> None:
+    with pytest.raises(InvalidPartitionsError):
+        crc32_partition(b"k", 0)

@@ -26,7 +26,9 @@ check_version("0.1.0")
 # ## A first record batch
 # Kafka's unit of storage and transfer is the **record batch**: a header plus one or more
 # records, each with an offset, a timestamp, an optional key and a value. Let us build one with
-# kafkalab's record codec, exactly as a Kafka 0.11+ producer would send it.
+# kafkalab's record codec, in the format a Kafka 0.11+ producer sends. One difference: this
+# batch carries no producer id (-1). A Kafka 3.x producer is idempotent by default, so it sends
+# the producer id the broker gave it and a sequence number per batch (chapter 02 shows where).
 
 # %%
 from kafkalab.records.model import Record
@@ -92,34 +94,60 @@ print([(r.offset, r.key, r.value) for r in DefaultRecordBatch(bytes(batch_bytes)
 # client at it and open the data directory it writes.
 #
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check.** The batch above has two records. If you add a third record with
 # key `sensor-7` and value `22.0C` (offset 2), by how many bytes does the batch grow? Each v2
 # record is: a length varint, one attributes byte, a timestamp delta varint, an offset delta
 # varint, key length + key, value length + value, and a header count -- the small numbers here
 # all fit in one varint byte each.
 
-# %%
-my_prediction = 20  # <- your answer, in bytes
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer, in bytes
+my_prediction = 20
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 bigger = build_v2_batch(records + [Record(offset=2, timestamp=TIMESTAMP_MS + 9, key=b"sensor-7",
                                           value=b"22.0C")])
 growth = len(bigger) - len(batch_bytes)
-assert my_prediction == growth, (
-    f"Not quite: the batch grew by {growth} bytes = 1 length + 1 attributes + 1 timestamp delta "
-    "+ 1 offset delta + 1 key length + 8 key + 1 value length + 5 value + 1 header count."
-)
-print(f"Right: {growth} bytes; the 61-byte header is paid once per batch.")
+check_prediction(my_prediction, growth,
+                 right=f"{growth} bytes; the 61-byte header is paid once per batch.",
+                 hint="add up the record's fields one by one: 8 key bytes and 5 value bytes, plus "
+                      "one byte for each of the seven small fields.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 20
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** Flip one bit of the value `21.5C` in `batch_bytes` and decode it
-# again. Which Kafka error code does kafkalab raise, and why could it detect the change?
+# **Change the engine.** A broker checks every batch's CRC before it stores it. Damage the
+# batch: flip one bit of the value `21.5C` in `damaged` (a copy of `batch_bytes`). The check
+# decodes it again and passes once kafkalab refuses it with a typed error carrying a Kafka error
+# code. Which code is it, and why could the CRC detect the change?
 
-# %%
+# %% tags=["answer"]
+damaged = bytearray(batch_bytes)
+### BEGIN SOLUTION
+### BLANK # your change here
+damaged[batch_bytes.index(b"21.5C")] ^= 0x01
+### END SOLUTION
+
+# %% tags=["check"]
 from kafkalab.errors import CorruptRecordError
 
-damaged = bytearray(batch_bytes)
-damaged[batch_bytes.index(b"21.5C")] ^= 0x01
 try:
     decode_v2(bytes(damaged))
-    raise AssertionError("a damaged batch must not decode")
+    refused = None
 except CorruptRecordError as error:
-    print(f"Kafka error code {int(error.error_code)} ({error.error_code.name}): {error.reason}")
+    refused = error
+assert refused is not None, "the batch still decodes: flip a bit of the value in `damaged`"
+print(f"Kafka error code {int(refused.error_code)} ({refused.error_code.name}): {refused.reason}")
+### BEGIN HIDDEN TESTS
+assert len(damaged) == len(batch_bytes)
+assert sum(bin(a ^ b).count("1") for a, b in zip(damaged, batch_bytes)) == 1
+### END HIDDEN TESTS

@@ -63,13 +63,10 @@ KAFKA_TEST_VECTORS = {  # from Kafka's UtilsTest: key -> signed 32-bit murmur2
     b"abc": 479470107,
 }
 
-def as_signed32(value: int) -> int:
-    return value - (1 << 32) if value >= 1 << 31 else value
-
 print(f"{'key':<52}{'Kafka':>13}{'kafkalab':>13}{'kafka-python':>14}")
 for key, expected in KAFKA_TEST_VECTORS.items():
     ours = partitioner.murmur2(key)
-    theirs = as_signed32(kafka_python_murmur2(key))
+    theirs = partitioner.to_int32(kafka_python_murmur2(key))  # unsigned -> Java's int
     assert ours == expected == theirs, key
     print(f"{key.decode():<52}{expected:>13}{ours:>13}{theirs:>14}")
 
@@ -79,7 +76,7 @@ for key, expected in KAFKA_TEST_VECTORS.items():
 # 1357151166, and `1357151166 % 3 == 0`:
 
 # %%
-for key in [b"foobar", b"21", b"abc", b"user-1", b"user-2", b"user-3"]:
+for key in [b"foobar", b"21", b"user-1", b"user-2", b"user-3"]:
     positive = partitioner.to_positive(partitioner.murmur2(key))
     print(f"{key.decode():>8}: murmur2 & 0x7fffffff = {positive:>10}  ->  partition "
           f"{partitioner.partition_for_key(key, 3)} of 3")
@@ -99,8 +96,9 @@ except InvalidPartitionsError as error:
 # %% [markdown]
 # ## Keys without a key: sticky partitioning
 #
-# Records with a null key need no particular partition. Old Java producers sent each one to a
-# random (later round-robin) partition, which spread the records of one `send()` burst across
+# Records with a null key need no particular partition. The Java producer before Kafka 2.4 sent
+# them round-robin over the available partitions (it was the old Scala producer that kept one
+# random partition until the next metadata refresh), which spread the records of one burst across
 # every partition: many small batches, many small requests. **KIP-480** (Kafka 2.4) made the
 # producer *sticky*: it keeps sending null-key records to one partition until the batch for that
 # partition is full or sent, then switches. **KIP-794** (Kafka 3.3) refined it: the producer
@@ -159,47 +157,102 @@ for before, after in [(3, 4), (4, 8), (6, 12), (10, 11), (12, 18)]:
 # partitions, then falls as batches get smaller and replication fetches more partitions.
 
 # %% [markdown]
+# ## How many partitions a topic gets, and where they live
+# A topic created with `kafka-topics --create --partitions N --replication-factor R` gets what it
+# asks for. A topic that a producer or consumer creates by naming it (when the broker allows
+# `auto.create.topics.enable`, true by default) gets the broker's **`num.partitions`**, 1 by
+# default, and `default.replication.factor`, also 1: one partition means no parallelism at all,
+# which is why production clusters set both or turn auto-creation off.
+#
+# The controller then places each partition's R replicas on R different brokers; the first
+# replica of the list is the partition's *preferred leader*. kafkalab's controller walks the
+# live brokers round-robin from a random start, so leaders and replicas spread evenly. Kafka's
+# KRaft controller (`StripedReplicaPlacer`) has the same goals and more: it spreads replicas over
+# racks first, avoids giving every partition the same set of brokers, and prefers unfenced ones.
+# A simulated three-broker cluster, six partitions, three replicas each:
+
+# %%
+from kafkalab.book import remove_scratch_dirs, scratch_dir
+from kafkalab.config.definitions import broker_default
+from kafkalab.sim.cluster import SimCluster
+
+print("num.partitions default:", broker_default("num.partitions"),
+      "| default.replication.factor default:", broker_default("default.replication.factor"))
+placement = SimCluster(scratch_dir(), nodes=3, seed=7)
+placement.create_topic("orders", 6, 3)
+for p in range(6):
+    registration = placement.controller.image.partition("orders", p)
+    print(f"orders-{p}: replicas {list(registration.replicas)}, leader {registration.leader}")
+placement.close()
+remove_scratch_dirs()
+
+# %% [markdown]
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
 #
 # **Predict, then check 1.** With 3 partitions, which partition does the key `abc` go to?
-# (murmur2 of `abc` is 479470107, already positive.) Write your answer, then run the cell.
+# (murmur2 of `abc` is 479470107, already positive.)
 
-# %%
-my_prediction = 0  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a partition number
+my_prediction = 0
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 actual = partitioner.partition_for_key(b"abc", 3)
-assert my_prediction == actual, (
-    f"Not quite: 479470107 % 3 = {479470107 % 3}, so `abc` goes to partition {actual}."
-)
-print(f"Right: `abc` goes to partition {actual} of 3.")
+check_prediction(my_prediction, actual, right=f"`abc` goes to partition {actual} of 3.",
+                 hint="clear the sign bit (nothing to clear here), then take the remainder "
+                      "of 479470107 divided by 3.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 0
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Predict, then check 2.** A topic grows from 5 to 10 partitions. What share of keys move?
+# **Predict, then check 2.** A topic grows from 5 to 8 partitions. What share of keys move?
 # Give a fraction between 0 and 1 (within 2 percentage points).
 
-# %%
-my_prediction = 0.5  # <- your answer
-measured = share_moved(5, 10)
-assert abs(my_prediction - measured) <= 0.02, (
-    f"Not quite: {measured:.1%} of keys moved. A key stays when hash % 5 == hash % 10, which "
-    "happens for 5 of every 10 hash values."
-)
-print(f"Right: {measured:.1%} of the keys moved.")
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a fraction between 0 and 1
+my_prediction = 0.875
+### END SOLUTION
+
+# %% tags=["check"]
+measured = share_moved(5, 8)
+check_prediction(my_prediction, measured, tolerance=0.02, right=f"{measured:.1%} of the keys moved.",
+                 hint="a key stays when hash % 5 == hash % 8. That pattern repeats every "
+                      "lcm(5, 8) hash values: count how many of them stay.")
+### BEGIN HIDDEN TESTS
+assert abs(my_prediction - 0.875) <= 0.02
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** A Java producer (murmur2) and a librdkafka producer with its default
-# `consistent_random` partitioner (CRC32 of the key) write the same keys to one topic. Swap the
-# hash and measure how often the two disagree for a 6-partition topic. Then try librdkafka's
-# `murmur2_random` setting -- its murmur2 agrees with Java's -- by using `partition_for_key`.
+# **Change the engine.** A Java producer (murmur2) and a second producer write the same keys to
+# one 6-partition topic. `second_producer` starts as Java's partitioner, so the two always
+# agree. Make it a librdkafka producer with its default `consistent_random` setting, which
+# hashes keys with CRC32 (`partitioner.crc32_partition`); the check measures how often the two
+# producers now disagree, and passes when they disagree as two independent hashes do. Then
+# explain why librdkafka's `murmur2_random` setting fixes it.
 
-# %%
-import zlib
+# %% tags=["answer"]
+second_producer = partitioner.partition_for_key
+### BEGIN SOLUTION
+### BLANK # your change here
+second_producer = partitioner.crc32_partition
+### END SOLUTION
 
-def librdkafka_consistent_random(key: bytes, num_partitions: int) -> int:
-    return zlib.crc32(key) % num_partitions  # librdkafka's default for keyed records
-
+# %% tags=["check"]
 sample = keys[:20_000]
-disagree = np.mean([
-    librdkafka_consistent_random(k, 6) != partitioner.partition_for_key(k, 6) for k in sample
-])
-print(f"Java and librdkafka's default put {disagree:.0%} of keys in different partitions")
-assert 0.75 < disagree < 0.92  # independent hashes agree about 1 time in 6
+disagree = float(np.mean([second_producer(k, 6) != partitioner.partition_for_key(k, 6) for k in sample]))
+print(f"the two producers put {disagree:.0%} of keys in different partitions")
+assert 0.75 < disagree < 0.92, (
+    "two independent hashes over 6 partitions agree about 1 time in 6; these agree far more "
+    "often. Is second_producer still Java's partitioner?")
+### BEGIN HIDDEN TESTS
+assert second_producer is partitioner.crc32_partition
+### END HIDDEN TESTS

@@ -4,8 +4,10 @@
 # Everything Kafka stores or sends -- a produce request, a `.log` segment, a fetch response -- is
 # the same thing: a concatenation of *log entries*. This chapter builds entries with kafkalab's
 # codec in all three message formats ("magic" 0, 1 and 2), puts them side by side, and reads
-# their bytes. Knowing this layout is what lets the broker append without decoding, index by
-# byte position, and send files to consumers with `sendfile`.
+# their bytes. Knowing this layout is what lets the broker append without *re-encoding* (Kafka's
+# `LogValidator` still walks every record to validate it and assign offsets, but writes the
+# producer's bytes when it can), index by byte position, and send files to consumers with
+# `sendfile`.
 
 # %%
 from kafkalab.book import check_version
@@ -91,7 +93,32 @@ hexdump.hexdump(v2)
 # length 106 (the 118-byte entry minus the 12-byte log overhead); `ff ff ff ff` at 12 is the
 # partition leader epoch -1 (no leader stamped it yet); `02` at 16 is the magic. The first
 # record starts at byte 61 with its length as a varint.
-#
+
+# %% [markdown]
+# ## LogAppendTime: the broker's clock in the header
+# A topic with `message.timestamp.type=LogAppendTime` makes the broker, not the producer, say
+# when each record happened. In v2 it does not touch the records: it sets bit 3 of
+# `attributes` (the timestamp type) and writes its own clock into `maxTimestamp`, and every
+# reader then reports that time for every record of the batch, whatever the records' own deltas
+# say. Both fields sit inside the CRC's range, so the broker recomputes the CRC -- but it still
+# copies the records' bytes as they came. Here is the same batch stamped at a later time,
+# decoded by kafkalab and by kafka-python:
+
+# %%
+from kafka.record.default_records import DefaultRecordBatch
+from kafkalab.records.header import TimestampType
+
+APPEND_TIME_MS = BASE_TIMESTAMP_MS + 60_000  # the broker's clock when the batch arrived
+stamped = build_v2_batch(records, timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time_ms=APPEND_TIME_MS)
+for name, data in [("CreateTime", v2), ("LogAppendTime", stamped)]:
+    h = read_header(data, 0)
+    theirs = DefaultRecordBatch(bytes(data))
+    print(f"{name:>13}: attributes {h.attributes:#06x}, maxTimestamp {h.max_timestamp}, "
+          f"record timestamps (kafkalab) {[r.timestamp for r in decode_v2(data)]}, "
+          f"(kafka-python) {[r.timestamp for r in theirs]}")
+assert len(stamped) == len(v2) and stamped[61:] == v2[61:]  # the records' bytes are the same
+
+# %% [markdown]
 # ## Varints and zigzag
 # A v2 record's fields are *zigzag varints*. Zigzag maps small negative numbers to small
 # positive ones (0 → 0, -1 → 1, 1 → 2, -2 → 3 ...), and the varint stores 7 bits per byte, with
@@ -188,39 +215,71 @@ for codec in Compression:
 # compressed message set in one outer message.
 #
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** A v2 batch holds one record at offset 0 with a null key, the value
 # `hello`, and no headers. How many bytes is the batch? (61-byte header; the record is a length
 # varint, attributes, timestamp delta, offset delta, key length, value length, value, header
 # count.)
 
-# %%
-my_prediction = 73  # <- your answer, in bytes
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer, in bytes
+my_prediction = 73
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 actual = len(build_v2_batch([Record(offset=0, timestamp=BASE_TIMESTAMP_MS, key=None, value=b"hello")]))
-assert my_prediction == actual, (
-    f"Not quite: it is {actual} bytes = 61 (header) + {actual - 61} (record: 1 length + 1 attributes "
-    "+ 1 timestamp delta + 1 offset delta + 1 key length -1 + 1 value length + 5 value + 1 header count)."
-)
-print(f"Right: {actual} bytes.")
+check_prediction(my_prediction, actual,
+                 right=f"{actual} bytes = 61 (header) + {actual - 61} (record).",
+                 hint="a null key has no key bytes, and its length -1 is a one-byte zigzag "
+                      "varint; every small field here is one byte.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 73
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** The same record as a v0 message: how many bytes?
 
-# %%
-my_prediction = 31  # <- your answer, in bytes
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer, in bytes
+my_prediction = 31
+### END SOLUTION
+
+# %% tags=["check"]
 actual = len(build_legacy([Record(offset=0, timestamp=BASE_TIMESTAMP_MS, key=None, value=b"hello")], magic=0))
-assert my_prediction == actual, f"Not quite: {actual} bytes = 12 log overhead + 14 header + 5 value."
-print(f"Right: {actual} bytes.")
+check_prediction(my_prediction, actual, right=f"{actual} bytes = 12 log overhead + 14 header + 5 value.",
+                 hint="a v0 message pays the 12-byte log overhead (offset, size), then a "
+                      "fixed-width header (CRC, magic, attributes, key length, value length), "
+                      "then the value.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 31
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** What if Kafka had not used zigzag? A plain varint of a negative 64-bit
-# number has its top bit set and needs all 10 bytes. Use the codec's unsigned encoder on the
-# two's-complement value and count what a batch of 1000 null-key records would pay for their
-# key lengths alone.
+# number has its top bit set and needs all 10 bytes. `key_length_codec` starts as the codec's
+# zigzag encoder; make it encode the two's-complement value with the codec's unsigned encoder
+# (`varint._encode_unsigned`). The check counts what 1000 null-key records pay for their key
+# lengths alone, and passes once that is the price without zigzag.
 
-# %%
-two_complement = (-1) & (2**64 - 1)
-plain = varint._encode_unsigned(two_complement)
-zigzagged = varint.encode_varint(-1)
-print(f"key length -1: zigzag {len(zigzagged)} byte, plain {len(plain)} bytes;"
-      f" 1000 null keys cost {1000 * (len(plain) - len(zigzagged))} extra bytes without zigzag")
-assert len(plain) == 10 and len(zigzagged) == 1
+# %% tags=["answer"]
+key_length_codec = varint.encode_varint
+### BEGIN SOLUTION
+### BLANK # your change here
+key_length_codec = lambda value: varint._encode_unsigned(value & (2**64 - 1))  # noqa: E731
+### END SOLUTION
+
+# %% tags=["check"]
+null_key_bytes = 1000 * len(key_length_codec(-1))
+zigzag_bytes = 1000 * len(varint.encode_varint(-1))
+print(f"1000 null keys: {null_key_bytes} bytes of key lengths, {zigzag_bytes} with zigzag")
+assert null_key_bytes > zigzag_bytes, "key_length_codec still encodes -1 in one byte: it is zigzag"
+### BEGIN HIDDEN TESTS
+assert null_key_bytes == 10_000
+### END HIDDEN TESTS

@@ -55,7 +55,11 @@ for name in sorted(os.listdir(log.directory)):
 # each snapshot is empty -- a version, a CRC and a count of 0; chapter 12 fills one. The 8-byte
 # `leader-epoch-checkpoint` is written as soon as a partition has a leader epoch: it records
 # which epoch began at which offset (here only epoch 0 at offset 0), which chapter 08 uses to
-# cut a follower's log after a leader change.
+# cut a follower's log after a leader change. One file a Kafka segment can have is missing: the
+# `.txnindex`. Kafka creates it only when the segment holds the end of an *aborted* transaction;
+# it lists each aborted transaction (producer id, first and last offset, the last stable offset
+# then), so a `read_committed` consumer can skip their records without reading them twice.
+# Transactions come in chapter 12.
 #
 # Read the names carefully: **a segment is named after its own base offset**, the first offset
 # it holds, zero-padded to 20 digits. `00000000000000000011.log` starts at offset 11. (One of
@@ -90,10 +94,13 @@ for event in events:
 #
 # 1. **`segment.bytes`** (broker default `log.segment.bytes` = 1 GiB): the batch would not fit.
 # 2. **`segment.ms`** (`log.roll.ms`, else `log.roll.hours` = 168 h; the `ms` setting wins):
-#    the segment's first timestamp is more than that long ago, so even a quiet partition gets
-#    new segments -- and retention, which deletes whole segments, can make progress.
-# 3. **a full index**: the offset index or time index has no free slot left
-#    (`segment.index.bytes`, broker `log.index.size.max.bytes` = 10 MiB).
+#    the segment's first timestamp is more than that long ago, so a slow partition still gets
+#    new segments -- and retention, which deletes whole segments, can make progress. The check
+#    runs only when a batch arrives: a partition that receives nothing never rolls, however old
+#    its active segment grows.
+# 3. **a full index**: the offset index has no free slot left, or the time index has one
+#    (it counts as full one slot early, keeping the last slot for the entry written when the
+#    segment rolls) -- sized by `segment.index.bytes`, broker `log.index.size.max.bytes` = 10 MiB.
 # 4. **relative offset overflow**: index entries store offsets as 4-byte offsets relative to
 #    the base offset, so a segment cannot span more than 2^31 - 1 offsets.
 #
@@ -157,44 +164,77 @@ print("flush.messages default:", LogConfig().flush_messages, "(Long.MAX_VALUE: n
 
 # %% [markdown]
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** With `segment.bytes` = 4096 and 300-byte records (370 bytes per
 # batch), how many segments does a log have after 100 appends?
 
-# %%
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a number of segments
+my_prediction = 10
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
 from kafkalab.viz.segments import run_rolling
 
-my_prediction = 10  # <- your answer
 state = run_rolling(RollingParams(segment_bytes=4096, record_bytes=300, appends=100))
-assert my_prediction == len(state.bars), (
-    f"Not quite: {len(state.bars)} segments. 11 batches fit in one (11 × 370 = 4070 <= 4096), "
-    "so 100 appends fill 9 segments and leave 1 record in the active tenth."
-)
-print(f"Right: {len(state.bars)} segments, bases {[b.base_offset for b in state.bars]}")
+check_prediction(my_prediction, len(state.bars),
+                 right=f"{len(state.bars)} segments, bases {[b.base_offset for b in state.bars]}",
+                 hint="find how many 370-byte batches fit in 4096 bytes; a segment rolls when "
+                      "the next batch would not fit. Count the active segment too.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 10
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** Records arrive every 500 ms, `segment.bytes` is huge and
 # `segment.ms` = 5000. How many records does each closed segment hold?
 
-# %%
-my_prediction = 11  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- records per closed segment
+my_prediction = 11
+### END SOLUTION
+
+# %% tags=["check"]
 state = run_rolling(RollingParams(segment_bytes=1 << 20, segment_ms=5000, records_per_s=2.0, appends=30))
 closed = [b.record_count for b in state.bars if b.closed_by == "segment.ms"]
-assert closed and all(count == my_prediction for count in closed), (
-    f"Not quite: closed segments hold {closed}. The first record is at t; records at t, t+500, "
-    "..., t+5000 fit (waited <= 5000 ms), the one at t+5500 rolls."
-)
-print(f"Right: {closed}")
+assert closed and len(set(closed)) == 1, f"closed segments differ: {closed}"
+check_prediction(my_prediction, closed[0], right=f"every closed segment holds {closed[0]}: {closed}",
+                 hint="the first record of a segment arrives at t. A record rolls the segment "
+                      "only when more than 5000 ms have passed since t; list the arrival times.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 11
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** Make the index the limit: give the log `segment.index.bytes` = 48
-# (four 12-byte time-index entries) and `index.interval.bytes` = 0 (index every batch). Which
-# reason closes the segments now, and how many records does each hold?
+# (four 12-byte time-index entries) and `index.interval.bytes` = 0 (index every batch), with
+# `dataclasses.replace(params, ...)`. The check passes once a full time index is what closes
+# the segments. How many records does each hold, and why that many?
 
-# %%
-state = run_rolling(RollingParams(segment_bytes=1 << 20, segment_index_bytes=48,
-                                  index_interval_bytes=0, appends=20))
+# %% tags=["answer"]
+import dataclasses
+
+params = RollingParams(segment_bytes=1 << 20, appends=20)
+### BEGIN SOLUTION
+### BLANK # your change here
+params = dataclasses.replace(params, segment_index_bytes=48, index_interval_bytes=0)
+### END SOLUTION
+
+# %% tags=["check"]
+state = run_rolling(params)
 print(state.roll_counts, [b.record_count for b in state.bars])
-assert set(state.roll_counts) == {"time index full"}
+assert set(state.roll_counts) == {"time index full"}, (
+    f"segments rolled for {dict(state.roll_counts) or 'no reason'}, not because the time index "
+    "filled up")
+### BEGIN HIDDEN TESTS
+assert params.segment_index_bytes == 48 and params.index_interval_bytes == 0
+### END HIDDEN TESTS
 
 # %% [markdown]
 # The logs this chapter wrote live in scratch directories; this last cell removes them.

@@ -189,6 +189,44 @@ assert (engine_answer.timestamp, engine_answer.offset) == (ts_trace.found_timest
 widget = viz.show_index_search(log, "timestamp", 1557554753430)
 
 # %% [markdown]
+# ## Positions after cleaning
+# An index entry maps an offset to a byte *position*, so it is only true for the file it was
+# written for. The log cleaner (chapter 06) writes a new, shorter file for each segment it
+# cleans, with a new index beside it: the offsets keep their values -- gaps and all -- but every
+# position moves. Eight one-record batches with keys k0 k1 k2 k0 k1 k2 k0 k1 (every batch
+# indexed), then one clean, which keeps the last record of each key:
+
+# %%
+from kafkalab.records.codec import iter_batches
+from kafkalab.records.model import Record
+from kafkalab.records.v2 import build_v2_batch
+from kafkalab.storage.cleaner import LogCleaner
+
+compacted = Log.open(scratch_dir() / "compacted-0", LogConfig(cleanup_policy="compact", index_interval_bytes=0), clock)
+for key in (b"k0", b"k1", b"k2", b"k0", b"k1", b"k2", b"k0", b"k1"):
+    compacted.append_as_leader(build_v2_batch([Record(0, clock.milliseconds(), key, b"v" * 40)]), leader_epoch=0)
+compacted.roll("manual")  # the cleaner never touches the active segment
+
+def layout(segment: LogSegment) -> str:
+    data = segment.log_path.read_bytes()
+    offsets = [batch.header.base_offset for batch in iter_batches(data)]
+    return f"offsets {offsets}, {len(data)} bytes; index {segment.offset_index.raw_entries()}"
+
+print("before:", layout(compacted.segments[0]))
+LogCleaner(compacted.directory.parent, clock.milliseconds).force_clean(compacted)
+print("after: ", layout(compacted.segments[0]))
+for target in (2, 6):
+    t = viz.trace_offset_lookup(compacted, target)
+    print(f"lookup {target}: scan from position {t.start_position}, first batch at or after it at "
+          f"position {t.found_position}")
+
+# %% [markdown]
+# Offset 5 now sits at position 0 (a segment's first batch is never indexed), 6 at 110 and 7 at
+# 220, where they were 550, 660 and 770. A lookup of a cleaned-away offset, 2, finds no batch
+# holding it and stops at the first batch after it: a consumer that asks for offset 2 is given
+# the records from 5 on, the next offsets that still exist.
+
+# %% [markdown]
 # ## Kafka's cache-friendly binary search
 # A textbook binary search starts in the middle of the file. Kafka's `AbstractIndex` does not,
 # because of who asks: almost every lookup is for data near the **end** of the log -- consumers
@@ -266,47 +304,93 @@ widget = viz.show_index_search(demo, "offset", 2990)
 
 # %% [markdown]
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** In the chapter's log, how many bytes does the scan read to find
 # offset 43?
 
-# %%
-my_prediction = 100  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer, in bytes
+my_prediction = 100
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 t = viz.trace_offset_lookup(log, 43)
-assert my_prediction == t.bytes_scanned, (
-    f"Not quite: {t.bytes_scanned} bytes. Offset 43 has its own index entry (43 -> 1220), so the "
-    "scan starts at the batch that holds it and reads just that 100-byte batch."
-)
-print(f"Right: the scan starts at position {t.start_position} and reads {t.bytes_scanned} bytes.")
+check_prediction(my_prediction, t.bytes_scanned,
+                 right=f"the scan starts at position {t.start_position} and reads {t.bytes_scanned} bytes.",
+                 hint="look up 43 in the index dump above: the scan starts at the position of the "
+                      "floor entry and reads batch after batch until it reaches the batch that "
+                      "holds 43.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 100
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Predict, then check 2.** In the 3000-batch demo log, which slot does *every* offset lookup
-# read first?
+# **Predict, then check 2.** A log of 2000 one-record batches, indexed as the demo log above
+# (`index.interval.bytes` = 0). Which slot does *every* offset lookup read first?
 
-# %%
-my_prediction = 1974  # <- your answer
-firsts = {viz.trace_offset_lookup(demo, o).probes[0].slot for o in (5, 1000, 2500, 2999)}
-assert firsts == {my_prediction}, (
-    f"Not quite: {sorted(firsts)}. The first probe is always the first slot of the warm section: "
-    "entries - 1 - 8192 // 8 = 2999 - 1 - 1024."
-)
-print(f"Right: slot {my_prediction}, the first warm slot.")
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a slot number
+my_prediction = 974
+### END SOLUTION
+
+# %% tags=["check"]
+small_demo = viz.build_demo_log(scratch_dir() / "small-demo-0", viz.DemoParams(batches=2000), clock)
+firsts = {viz.trace_offset_lookup(small_demo, o).probes[0].slot for o in (5, 700, 1500, 1999)}
+assert len(firsts) == 1, f"lookups start at different slots: {sorted(firsts)}"
+check_prediction(my_prediction, firsts.pop(), right=f"slot {my_prediction}, the first warm slot.",
+                 hint="count the index entries first (which batch is not indexed?), then find "
+                      "the first slot of the warm section: 8192 bytes of 8-byte entries.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 974
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** The index is sparse to stay small: one entry per `index.interval.bytes`
-# (4096 by default). Make it denser and measure the trade: entries in the index against bytes
-# scanned per lookup, averaged over every offset of a 400-batch log.
+# (4096 by default). Find the sparsest index that makes lookups cheap: choose
+# `index_interval_bytes` so that a 400-batch log's lookups, averaged over every offset, scan
+# fewer than 600 bytes, with no more than 40 index entries.
 
-# %%
-rows = []
-for interval in (4096, 1024, 256, 0):
-    dense = viz.build_demo_log(scratch_dir() / f"dense{interval}-0",
+# %% tags=["answer"]
+index_interval_bytes = 4096
+### BEGIN SOLUTION
+### BLANK # your change here
+index_interval_bytes = 1024
+### END SOLUTION
+
+# %% tags=["check"]
+def index_trade(interval: int, name: str) -> tuple[int, float]:
+    """Index entries and mean bytes scanned per lookup for a 400-batch log."""
+    dense = viz.build_demo_log(scratch_dir() / f"{name}-0",
                                viz.DemoParams(batches=400, index_interval_bytes=interval), clock)
     entries = dense.active_segment.offset_index.entries
     mean = viz.mean_bytes_scanned(dense, range(400))
-    rows.append((interval, entries, mean))
+    dense.close()
+    return entries, mean
+
+entries, mean = index_trade(index_interval_bytes, "chosen")
+print(f"index.interval.bytes={index_interval_bytes}: {entries} entries, {mean:.1f} bytes scanned per lookup")
+assert mean < 600, "lookups still scan too much: make the index denser"
+assert entries <= 40, "the index has more entries than it needs: make it sparser"
+### BEGIN HIDDEN TESTS
+hidden_entries, hidden_mean = index_trade(int(index_interval_bytes), "hidden")
+assert hidden_mean < 600 and hidden_entries <= 40
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The whole trade, from Kafka's default to an entry per batch:
+
+# %%
+rows = [(interval, *index_trade(interval, f"dense{interval}")) for interval in (4096, 1024, 256, 0)]
+for interval, entries, mean in rows:
     print(f"index.interval.bytes={interval:>5}: {entries:>3} entries ({entries * 8:>5} index bytes), "
           f"{mean:7.1f} bytes scanned per lookup")
-    dense.close()
 assert [r[1] for r in rows] == sorted(r[1] for r in rows)  # denser: more entries ...
 assert [r[2] for r in rows] == sorted((r[2] for r in rows), reverse=True)  # ... less scanning
 

@@ -198,11 +198,22 @@ print("after: ", [(s.base_offset, s.size_bytes) for s in log.segments], "log end
 # worth of time more: a segment expires only when its **newest** record does.
 #
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** Same 0/11/23/30 log, but `DeleteRecords` moves the log start
 # offset to 23. Which segments does the next check delete?
 
-# %%
-my_prediction = [0, 11]  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a list of base offsets, e.g. [0]
+my_prediction = [0, 11]
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 check_log = Log.open(scratch_dir() / "check-0", LogConfig(), clock)
 for offset in range(35):
     if offset in (11, 23, 30):
@@ -212,29 +223,60 @@ before = [s.base_offset for s in check_log.segments]
 check_log.increment_log_start_offset(23)
 delete_old_segments(check_log, clock.milliseconds())
 deleted = [b for b in before if b not in {s.base_offset for s in check_log.segments}]
-assert my_prediction == deleted, (
-    f"Not quite: {deleted}. Segment 11's next base offset is 23, and 23 <= 23, so everything in "
-    "segment 11 is below the log start offset: it goes too."
-)
-print(f"Right: {deleted} deleted, segment 23 now starts the log.")
+check_prediction(my_prediction, deleted, right=f"{deleted} deleted, segment 23 now starts the log.",
+                 hint="a segment goes when its *next* segment's base offset is at or below the "
+                      "log start offset; apply the rule to each segment in turn.")
+### BEGIN HIDDEN TESTS
+assert list(my_prediction) == [0, 11]
+### END HIDDEN TESTS
+
 
 # %% [markdown]
-# **Predict, then check 2.** The 24-record log from the widget (four segments of about 435 bytes)
-# with `retention.bytes` = 1300: how many segments are deleted?
+# **Predict, then check 2.** The 24-record log from the widget (the four segment sizes are
+# printed above it) with `retention.bytes` = 800: how many segments are deleted?
 
-# %%
-my_prediction = 1  # <- your answer
-state = run_cleanup(CleanupParams(policy="delete", retention_bytes=1300))
-assert my_prediction == len(state.deleted_segments), (
-    f"Not quite: {len(state.deleted_segments)}. Total {state.before.size_bytes} bytes; removing the "
-    "first segment leaves about 1310 >= 1300, removing a second would go below 1300."
-)
-print(f"Right: {state.deleted_segments}; the log keeps {state.after.size_bytes} bytes.")
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a number of segments
+my_prediction = 2
+### END SOLUTION
+
+# %% tags=["check"]
+state = run_cleanup(CleanupParams(policy="delete", retention_bytes=800))
+check_prediction(my_prediction, len(state.deleted_segments),
+                 right=f"{state.deleted_segments}; the log keeps {state.after.size_bytes} bytes.",
+                 hint="remove the oldest segment while what remains stays at or above 800 "
+                      "bytes; stop at the first one whose removal would go below.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 2
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** Size retention overshoots by up to one segment. Shrink the segments
-# (roll every 12, 6, 3, 1 records) under the same `retention.bytes` = 1000 and measure how far
-# above the limit the log stays.
+# **Change the engine.** Size retention overshoots by up to one segment. Under the same
+# `retention.bytes` = 1000, choose how many records a segment holds (`records_per_segment`, 6
+# in the widget) so that the log stays less than 100 bytes above the limit -- with as few
+# segments as that allows (at most 8).
+
+# %% tags=["answer"]
+records_per_segment = 6
+### BEGIN SOLUTION
+### BLANK # your change here
+records_per_segment = 3
+### END SOLUTION
+
+# %% tags=["check"]
+state = run_cleanup(CleanupParams(policy="delete", retention_bytes=1000, records_per_segment=records_per_segment))
+overshoot = state.after.size_bytes - 1000
+print(f"{records_per_segment} records per segment: {len(state.before.segments)} segments, "
+      f"log keeps {state.after.size_bytes} bytes ({overshoot} over retention.bytes)")
+assert overshoot < 100, "the log stays 100 bytes or more above retention.bytes: smaller segments"
+assert len(state.before.segments) <= 8, "more segments than needed: make them larger"
+### BEGIN HIDDEN TESTS
+assert records_per_segment == 3
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The whole trade: smaller segments follow the limit more closely, at the price of more files.
 
 # %%
 overshoots = []

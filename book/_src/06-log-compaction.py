@@ -44,7 +44,9 @@ exit_status = kafkalab_cli(["dump-log", "--print-data-log", "--files", str(log.s
 # ## Which part of the log the cleaner may touch
 # The cleaner splits a log in three. Below the **cleaner checkpoint** the log is already clean;
 # from there to the **first uncleanable offset** it is *dirty*; the rest it must not touch. The
-# first uncleanable offset is the smallest of the high watermark, the active segment's base offset
+# first uncleanable offset is the smallest of the last stable offset (Kafka's bound: no record of
+# an open transaction is cleaned; with no transaction open it equals the high watermark, which
+# is what kafkalab's cleaner takes here), the active segment's base offset
 # (**the active segment is never cleaned**) and the first segment younger than
 # `min.compaction.lag.ms`. A log is cleaned when its *dirty ratio*, dirty bytes / (clean + dirty
 # bytes), is above `min.cleanable.dirty.ratio` (0.5).
@@ -207,11 +209,22 @@ widget = show_cleanup(widget_params)
 
 # %% [markdown]
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** Keys `a b a c b a` at offsets 0..5 in one closed segment, then one
 # record in the active segment. Which offsets does one clean keep in the closed segment?
 
-# %%
-my_prediction = [3, 4, 5]  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a list of offsets
+my_prediction = [3, 4, 5]
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 small = Log.open(scratch_dir() / "letters-0", config, clock)
 for key in b"abacba":
     small.append_as_leader(build_v2_batch([Record(0, clock.milliseconds(), bytes([key]), b"v")]), leader_epoch=0)
@@ -219,45 +232,73 @@ small.roll("manual")
 small.append_as_leader(build_v2_batch([Record(0, clock.milliseconds(), b"a", b"v")]), leader_epoch=0)
 LogCleaner(small.directory.parent, clock.milliseconds).force_clean(small)
 kept = [r.offset for r in snapshot(small).segments[0].records]
-assert my_prediction == kept, (
-    f"Not quite: {kept}. The last a is at 5, the last b at 4, the only c at 3; the a at offset 6 is "
-    "in the active segment, which the cleaner neither maps nor rewrites."
-)
-print(f"Right: {kept}")
+check_prediction(my_prediction, kept, right=f"{kept}",
+                 hint="the cleaner keeps the last record of each key it maps, and it maps only "
+                      "the closed segment; find each key's last offset there.")
+### BEGIN HIDDEN TESTS
+assert list(my_prediction) == [3, 4, 5]
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** A log whose clean section is 1000 bytes and dirty section 900
-# bytes: is it cleanable with the default `min.cleanable.dirty.ratio`?
+# bytes: is it cleanable with the default `min.cleanable.dirty.ratio` (`True` or `False`)? The
+# check asks the cleaner's own rule, `LogToClean.cleanable`.
 
-# %%
-my_prediction = False  # <- your answer
-ratio = 900 / (1000 + 900)
-assert my_prediction == (ratio > LogConfig().min_cleanable_dirty_ratio), (
-    f"Not quite: the ratio is {ratio:.3f}, and the rule is ratio > 0.5."
-)
-print(f"Right: {ratio:.3f} is not above 0.5.")
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- True or False
+my_prediction = False
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.storage.cleaner.manager import LogToClean
+
+candidate = LogToClean(small, first_dirty_offset=0, first_uncleanable_offset=0, clean_bytes=1000,
+                       dirty_bytes=900, compaction_delay_ms=0)
+check_prediction(my_prediction, candidate.cleanable,
+                 right=f"the dirty ratio is {candidate.dirty_ratio:.3f}; cleanable: {candidate.cleanable}",
+                 hint="the dirty ratio is dirty / (clean + dirty), and the log is cleanable only "
+                      "when it is strictly above the configured minimum (0.5 by default).")
+### BEGIN HIDDEN TESTS
+assert my_prediction is False
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** The offset map's size (`log.cleaner.dedupe.buffer.size`) bounds how
 # many keys one clean can dedupe; when the map fills, the clean stops there and the next one
-# continues. Give the cleaner a map of a few entries and count the passes it needs for a log with
-# 10 keys -- the result must be the same as one big clean.
+# continues. Give the cleaner a map so small (`dedupe_buffer_bytes`; 24 bytes per entry, 90 %
+# of them used) that a log with 10 keys needs at least 3 passes. The check passes when it does,
+# and when the result is the same log as one big clean.
 
-# %%
-passes_needed = {}
-for buffer_bytes in (1024 * 1024, 24 * 8, 24 * 3):
+# %% tags=["answer"]
+dedupe_buffer_bytes = 1024 * 1024
+### BEGIN SOLUTION
+### BLANK # your change here
+dedupe_buffer_bytes = 24 * 3
+### END SOLUTION
+
+# %% tags=["check"]
+def clean_in_passes(buffer_bytes: int, name: str) -> tuple[int, list[int]]:
+    """Passes a cleaner with this map needs to clean a 10-key log, and the offsets it keeps."""
     params = CleanupParams(records=60, keys=10, records_per_segment=6, seed=3)
-    work = Log.open(scratch_dir() / "work-0", config, clock)
+    work = Log.open(scratch_dir() / f"{name}-0", config, clock)
     fill_log(work, clock, params)
-    small_cleaner = LogCleaner(work.directory.parent, clock.milliseconds, dedupe_buffer_bytes=buffer_bytes)
+    cleaner = LogCleaner(work.directory.parent, clock.milliseconds, dedupe_buffer_bytes=buffer_bytes)
     passes = 0
-    while (small_cleaner.checkpoint.get("work", 0) or 0) < work.active_segment.base_offset and passes < 100:
-        small_cleaner.force_clean(work)
+    while (cleaner.checkpoint.get(name, 0) or 0) < work.active_segment.base_offset and passes < 100:
+        cleaner.force_clean(work)
         passes += 1
-    passes_needed[buffer_bytes] = (passes, [r.offset for r in snapshot(work).records])
-    print(f"dedupe buffer {buffer_bytes:>7} bytes ({int(buffer_bytes // 24 * 0.9)} keys per pass): {passes} passes")
-results = {tuple(kept) for _passes, kept in passes_needed.values()}
-assert len(results) == 1, "every buffer size must end in the same compacted log"
+    return passes, [r.offset for r in snapshot(work).records]
+
+passes, kept_small = clean_in_passes(dedupe_buffer_bytes, "small-map")
+one_pass, kept_big = clean_in_passes(1024 * 1024, "big-map")
+print(f"dedupe buffer {dedupe_buffer_bytes} bytes ({int(dedupe_buffer_bytes // 24 * 0.9)} keys "
+      f"per pass): {passes} passes; one big map: {one_pass} pass")
+assert passes >= 3, "the cleaner still needs fewer than 3 passes: make the map smaller"
+assert kept_small == kept_big, "passes with a small map must end in the same compacted log"
+### BEGIN HIDDEN TESTS
+assert clean_in_passes(int(dedupe_buffer_bytes), "hidden-map") == (passes, kept_big)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # The logs this chapter wrote live in scratch directories; this last cell removes them.

@@ -206,8 +206,9 @@ print(inspect.getsource(Partition.out_of_sync_replicas))
 # brokers reported.
 
 # %%
-def isr_story(cut_at_ms: int, heal_at_ms: int, end_ms: int, produce: bool = True) -> tuple[SimCluster, EventRecorder, int]:
-    story = SimCluster(scratch_dir(), nodes=3, seed=7)
+def isr_story(cut_at_ms: int, heal_at_ms: int, end_ms: int, produce: bool = True,
+              properties: dict[str, str] | None = None) -> tuple[SimCluster, EventRecorder, int]:
+    story = SimCluster(scratch_dir(), nodes=3, seed=7, properties=properties)
     events = EventRecorder(story)
     story.create_topic("orders", 1, 3)
     cut = [n for n in story.nodes if n != story.leader("orders", 0)][0]
@@ -389,67 +390,94 @@ widget = show_isr(scratch_dir())
 # t=2000 fetch(o=50) [LEO 50]; t=2300 fetch(o=60) [LEO 80]; t=2600 fetch(o=80) [LEO 90]. What is
 # its `last_caught_up_time_ms` after the third fetch?
 
-# %%
-my_prediction = None  # <- your answer, in ms
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer, in ms
+my_prediction = 2300
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 state = ReplicaState()
 for now_ms, fetch_offset, leader_leo in [(2000, 50, 50), (2300, 60, 80), (2600, 80, 90)]:
     state = state.after_fetch(fetch_offset, 0, now_ms, leader_leo, broker_epoch=1)
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == state.last_caught_up_time_ms, (
-        "Not quite. 80 is less than the leader's LEO now (90), so the follower is not caught up now; "
-        "but compare 80 with the leader's LEO at the previous fetch.")
-    print("Right:", state.last_caught_up_time_ms)
+check_prediction(my_prediction, state.last_caught_up_time_ms, right=f"{state.last_caught_up_time_ms} ms",
+                 hint="80 is less than the leader's LEO now (90), so the follower is not caught up "
+                      "now; but compare 80 with the leader's LEO at the previous fetch.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 2300
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** Nobody produces. A follower is cut off at 5 s and stays cut off
 # until 100 s. Is it still in the ISR at 100 s (`True` or `False`)?
 
-# %%
-my_prediction = None  # <- True or False
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- True or False
+my_prediction = True
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 idle, _, idle_cut = isr_story(cut_at_ms=5_000, heal_at_ms=-1, end_ms=100_000, produce=False)
 still_in = idle_cut in idle.controller.image.partition("orders", 0).isr
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == still_in, (
-        "Not quite. Look at ReplicaState.is_caught_up: what is the follower's LEO, and the leader's, "
-        "when nothing is written?")
-    print("Right:", still_in)
+check_prediction(my_prediction, still_in,
+                 hint="look at ReplicaState.is_caught_up: what is the follower's LEO, and the "
+                      "leader's, when nothing is written?")
+### BEGIN HIDDEN TESTS
+assert my_prediction is True
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 3.** A producer writes every second; a follower is cut off at 20 s. At
 # which second does the ISR shrink? (The leader checks every 15 s from the start.)
 
-# %%
-my_prediction = None  # <- your answer, in whole seconds
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer, in whole seconds
+my_prediction = 60
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 late, late_events, _ = isr_story(cut_at_ms=20_000, heal_at_ms=-1, end_ms=80_000)
 shrunk_at_s = (late_events.of_kind("isr-changed")[0].time_ms - START_MS) // 1000
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == shrunk_at_s, (
-        "Not quite. The follower was last caught up just before 20 s; find the first multiple of "
-        "15 s at which that is more than 30 s ago.")
-    print("Right:", shrunk_at_s)
+check_prediction(my_prediction, shrunk_at_s, right=f"the ISR shrinks at {shrunk_at_s} s",
+                 hint="the follower was last caught up just before 20 s; find the first multiple "
+                      "of 15 s at which that is more than 30 s ago.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 60
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** Set the broker property `replica.lag.time.max.ms` to 10000 (Kafka's
-# default before 2.5) with `SimCluster(..., properties={"replica.lag.time.max.ms": "10000"})`,
-# cut a follower off at 5 s while producing, and find when it leaves the ISR now. How often does
-# the leader check, and why does a shorter window make a busy cluster's ISR flap?
+# default before 2.5) in `lag_properties`; the check builds a cluster with
+# `SimCluster(..., properties=lag_properties)`, cuts a follower off at 5 s while producing, and
+# passes once the follower leaves the ISR before 30 s. Then explain: how often does the leader
+# check now, and why does a shorter window make a busy cluster's ISR flap?
+
+# %% tags=["answer"]
+lag_properties: dict[str, str] = {}
+### BEGIN SOLUTION
+### BLANK # your change here
+lag_properties["replica.lag.time.max.ms"] = "10000"
+### END SOLUTION
+
+# %% tags=["check"]
+quick, quick_events, _ = isr_story(cut_at_ms=5_000, heal_at_ms=-1, end_ms=40_000, properties=lag_properties)
+left_at_s = [(row.time_ms - START_MS) // 1000 for row in quick_events.of_kind("isr-changed")]
+assert left_at_s and left_at_s[0] < 30, (
+    "the follower has not left the ISR within 40 s: with the default replica.lag.time.max.ms "
+    "(30000) it leaves at 45 s. Set the property in lag_properties and run both cells again.")
+print(f"the follower left the ISR at {left_at_s[0]} s")
+### BEGIN HIDDEN TESTS
+assert int(lag_properties["replica.lag.time.max.ms"]) == 10_000 and left_at_s[0] == 15
+### END HIDDEN TESTS
 
 # %% [markdown]
 # The brokers' logs live in scratch directories; this last cell removes them.
 
 # %%
-for cluster in (sim, story, fo, idle, late):
+for cluster in (sim, story, fo, idle, late, quick):
     cluster.close()
 remove_scratch_dirs()

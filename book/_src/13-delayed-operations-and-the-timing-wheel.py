@@ -7,8 +7,10 @@
 #   i.e. until the high watermark passes it -- at most the request's `timeout.ms`;
 # * a **fetch** from a consumer may ask for at least `fetch.min.bytes` of data and agree to wait
 #   up to `fetch.max.wait.ms` for it;
-# * a **segment deletion** is held back for `file.delete.delay.ms` (60 s by default) so that
-#   readers still using the old segment can finish.
+# * a **`DeleteRecords`** request (the `kafka-delete-records` tool) waits until every in-sync
+#   replica has moved its log start offset past the requested offset -- Kafka's
+#   `DelayedDeleteRecords`. (The `file.delete.delay.ms` wait before a deleted segment's files go
+#   is a different mechanism: a task on the broker's scheduler, not a purgatory operation.)
 #
 # Kafka parks such requests as **delayed operations** in a **purgatory**, and keeps their
 # timeouts on a **hierarchical timing wheel**. A busy broker holds hundreds of thousands of them,
@@ -69,8 +71,10 @@ for fetch in (busy, quiet):
 #
 # Both roads go through `force_complete`. The flag is raised *before* `on_complete` runs, so
 # whichever road comes second -- or a re-entrant call from inside `on_complete` -- finds the work
-# done. Kafka guards the same flag with a lock because its roads run on different threads;
-# kafkalab's core is single-threaded, but the guard is the same:
+# done. Kafka's roads run on different threads, so its flag is an `AtomicBoolean` raised with
+# `compareAndSet(false, true)`: exactly one caller wins, without a lock (the operation's lock
+# serialises `tryComplete`, not this guard). kafkalab's core is single-threaded, so a plain
+# flag gives the same guarantee:
 
 # %%
 import inspect
@@ -138,6 +142,35 @@ print(show(purge_trace[-1]))
 # 1,500 watched − 0 pending > 1,000, so the watch lists were swept and the estimate reset;
 # `OperationsPurged` records the sweep with the two counts that triggered it.
 #
+# ## Delayed produce
+# A produce with `acks=all` is answered only once every in-sync replica has the batch: once the
+# partition's high watermark passes the batch's last offset. The leader appends, then parks the
+# request in the `Produce` purgatory, watched under its partitions (Kafka's `DelayedProduce`).
+# Each follower fetch that moves the high watermark checks that partition's watch list; if no
+# fetch gets there within the request's `timeout.ms` (30 s by default), the timer expires the
+# produce and the broker answers `REQUEST_TIMED_OUT` for the partitions still short -- the
+# records stay in the leader's log, which is why a retried produce needs idempotence. Two
+# produces, one on a partition whose followers keep up and one whose follower is gone:
+
+# %%
+from kafkalab.purgatory.examples import DelayedAcksProduce
+
+acks_clock = ManualClock(0)
+acks_purgatory = DelayedOperationPurgatory("Produce", acks_clock)
+hw = {"orders-0": 100, "orders-1": 40}  # the leader has appended up to 110 and 50
+kept_up = DelayedAcksProduce(30_000, {"orders-0": 110}, hw, acks_clock, name="produce orders-0")
+left_behind = DelayedAcksProduce(30_000, {"orders-1": 50}, hw, acks_clock, name="produce orders-1")
+for produce_request, partition in ((kept_up, "orders-0"), (left_behind, "orders-1")):
+    acks_purgatory.try_complete_else_watch(produce_request, [partition])
+acks_clock.set_ms(7)
+hw["orders-0"] = 110  # the followers' fetches at 7 ms move the high watermark past the batch
+acks_purgatory.check_and_complete("orders-0")
+acks_clock.set_ms(30_000)
+acks_purgatory.advance_clock(30_000)
+for produce_request in (kept_up, left_behind):
+    print(f"{produce_request.name}: {produce_request.outcome}")
+
+# %% [markdown]
 # ## Delayed delete
 # Retention does not delete a segment's files at once: it renames them with a `.deleted`
 # suffix and deletes them `file.delete.delay.ms` later. Nothing but time ends that wait, so it
@@ -363,47 +396,69 @@ for label, values in ns_per_op.items():
 # the CPU caches either.
 #
 # ## Exercises
+# Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
+# the check below it: the check refuses a blank or wrong answer with a hint, and passes only on
+# the engine's value.
+#
 # **Predict, then check 1.** With tickMs = 1 and wheelSize = 20, the clock at 0, in which level,
 # bucket, and with what bucket expiration does a task due at 1,234 ms land?
 
-# %%
-my_prediction = (2, 3, 1_200)  # <- your answer: (level, bucket, bucket expiration ms)
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- your answer: (level, bucket, bucket expiration ms)
+my_prediction = (2, 3, 1_200)
+### END SOLUTION
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 task = Noop(0)
 task.expiration_ms = 1_234
 fresh = TimingWheel(1, 20, 0, [], [])
 bucket = fresh.add(task)
 actual = (bucket.level, bucket.index, bucket.expiration_ms)
-assert my_prediction == actual, (
-    f"Not quite: {actual}. Level 1 spans only 400 ms, so the task goes to level 2 "
-    "(tick 400 ms): bucket 1234 // 400 % 20 = 3, expiring at 3 × 400 = 1200."
-)
-print("Right:", actual)
+check_prediction(my_prediction, actual,
+                 hint="find the first level whose whole span (tick × 20) reaches past 1,234 ms; "
+                      "the bucket is the task's due time divided by that level's tick, modulo 20.")
+### BEGIN HIDDEN TESTS
+assert tuple(my_prediction) == (2, 3, 1_200)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** Starting from 0, how many bucket flushes does it take to run one
 # task due at 9,000 ms (tickMs 1, wheelSize 20)?
 
-# %%
-my_prediction = 3  # <- your answer
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a number of flushes
+my_prediction = 3
+### END SOLUTION
+
+# %% tags=["check"]
 lone_clock = ManualClock(0)
 lone = Timer(lone_clock)
 Scheduler(lone).schedule(9_000, lambda: None)
 flushes = lone.advance_clock(9_000)
-assert my_prediction == flushes, (
-    f"Not quite: {flushes}. 9000 lands in level 3 (tick 8000), bucket expiring at 8000; at "
-    "8000 it cascades to level 2 (tick 400), bucket 8800; at 8800 to level 1 (tick 20), "
-    "bucket 9000; at 9000 it runs."
-)
-print("Right:", flushes, "flushes")
+check_prediction(my_prediction, flushes, right=f"{flushes} flushes",
+                 hint="place the task in its level and bucket; each time its bucket expires it "
+                      "cascades to a finer level, until a bucket expiring at 9,000 runs it.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 3
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 3.** A produce is watched under `t-0`, `t-1` and `t-2` and completes
 # through an event on `t-1`. How many entries does `watched()` report right after?
 
-# %%
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a number of watch-list entries
+my_prediction = 2
+### END SOLUTION
+
+# %% tags=["check"]
 from kafkalab.purgatory.examples import DelayedAcksProduce
 
-my_prediction = 2  # <- your answer
 p_clock = ManualClock(0)
 produce_purgatory = DelayedOperationPurgatory("Produce", p_clock)
 high_watermark = {"t-0": 5, "t-1": 0, "t-2": 5}
@@ -411,23 +466,30 @@ produce = DelayedAcksProduce(30_000, {"t-0": 5, "t-1": 5, "t-2": 5}, high_waterm
 produce_purgatory.try_complete_else_watch(produce, ["t-0", "t-1", "t-2"])
 high_watermark["t-1"] = 5
 produce_purgatory.check_and_complete("t-1")
-assert my_prediction == produce_purgatory.watched(), (
-    f"Not quite: {produce_purgatory.watched()}. The list of t-1 dropped it, but t-0 and t-2 "
-    "still hold the completed produce until they are checked or purged."
-)
-print("Right:", produce_purgatory.watched(), "| completed:", produce.outcome)
+check_prediction(my_prediction, produce_purgatory.watched(),
+                 right=f"{produce_purgatory.watched()} | completed: {produce.outcome}",
+                 hint="completing an operation removes it only from the watch list that was "
+                      "checked; the other lists drop it when they are checked or purged.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 2
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** Build the timer with a coarser tick, `tick_ms=10`. Kafka's rule "due once
-# expiration < currentTime + tickMs" now lets a task run up to 9 ms *before* its expiration.
-# Predict when a task due at 205 ms runs, then check. Then go further: open
-# `kafkalab/timer/wheel.py`, change rule 1 in `TimingWheel.add` from `<` to `<=`, and run
-# `.venv/bin/python -m pytest tests/timer` -- the property tests, which compare the timer with a
-# plain sorted list, catch the off-by-one-tick and print the smallest failing schedule.
+# **Change the engine.** Build the timer with a coarser tick: set `tick_ms` to 10. Kafka's rule
+# "due once expiration < currentTime + tickMs" then lets a task run up to 9 ms *before* its
+# expiration. The check schedules a task due at 205 ms and passes once it runs early, at the
+# tick that makes it due. When does it run, and why?
 
-# %%
+# %% tags=["answer"]
+tick_ms = 1
+### BEGIN SOLUTION
+### BLANK # your change here
+tick_ms = 10
+### END SOLUTION
+
+# %% tags=["check"]
 coarse_clock = ManualClock(0)
-coarse = Timer(coarse_clock, tick_ms=10)
+coarse = Timer(coarse_clock, tick_ms=tick_ms)
 fired_at = []
 Scheduler(coarse).schedule(205, lambda: fired_at.append(coarse.current_time_ms))
 for now_ms in range(0, 300, 5):
@@ -435,7 +497,17 @@ for now_ms in range(0, 300, 5):
     if fired_at:
         break
 print(f"due at 205 ms, ran when the clock reached {fired_at[0]} ms")
-assert fired_at == [200]
+assert fired_at[0] < 205, "the task ran on time: with a 1 ms tick nothing runs early"
+### BEGIN HIDDEN TESTS
+assert tick_ms == 10 and fired_at == [200]
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Going further: open `kafkalab/timer/wheel.py` and change rule 1 in `TimingWheel.add` from `<`
+# to `<=`. `.venv/bin/python -m kafkalab.classroom check wheel-rule-le` fails before the edit
+# and passes after it; then run `.venv/bin/python -m pytest tests/timer` -- the property tests,
+# which compare the timer with a plain sorted list, catch the off-by-one-tick and print the
+# smallest failing schedule. Undo the change afterwards.
 
 # %% [markdown]
 # The logs this chapter wrote live in scratch directories; this last cell removes them.

@@ -46,6 +46,7 @@ import numpy as np
 from kafkalab.partitioner import partitions_for_keys
 from kafkalab.spark.key_skew import key_buffers
 from kafkalab.spark.planning import list_segments, read_offset_index
+from kafkalab.book import NotAnswered, WrongPrediction
 from kafkalab.book import remove_scratch_dirs as remove_book_scratch_dirs
 from kafkalab.book import scratch_dir as scratch_dir  # the labs call labs.scratch_dir
 from kafkalab.spark.session import remove_scratch_dir
@@ -168,16 +169,17 @@ def moved_share(keys: Sequence[bytes], old_partitions: int, new_partitions: int)
     return float(np.mean(before != after))
 
 
-def check(name: str, predicted: Any, actual: Any, *, rel_tol: float = RELATIVE_TOLERANCE_DEFAULT) -> str:
-    """Compare a prediction with the engine's answer; raise a friendly AssertionError if off."""
+def check(name: str, predicted: Any, actual: Any, *, rel_tol: float = RELATIVE_TOLERANCE_DEFAULT,
+          hint: str = "re-read the cells above and try again -- the difference is the lesson.") -> str:
+    """Compare a prediction with the engine's answer. A blank one raises ``NotAnswered``, a wrong
+    one ``WrongPrediction`` with ``hint`` (both from :mod:`kafkalab.book`, both
+    ``AssertionError``s); neither message gives the engine's answer away."""
     if predicted is None or predicted is ...:
-        raise AssertionError(f"{name}: write your prediction first (replace the ... with a value)")
+        raise NotAnswered(f"{name}: write your prediction first (replace the ... with a value)")
     if isinstance(actual, (int, float)) and isinstance(predicted, (int, float)):
         ok = abs(predicted - actual) <= rel_tol * max(abs(actual), 1e-12)
     else:
         ok = predicted == actual
     if not ok:
-        raise AssertionError(
-            f"{name}: you predicted {predicted!r}, the engine says {actual!r}. "
-            "Re-read the cells above and try again -- the difference is the lesson.")
+        raise WrongPrediction(f"{name}: {predicted!r} is not the engine's answer. Hint: {hint}")
     return f"{name}: correct ({actual!r})"

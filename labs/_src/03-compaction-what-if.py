@@ -234,35 +234,95 @@ decisions
 
 # %% [markdown]
 # ## Exercises — predict, then check
-# Replace each `...` with your prediction, then run the cell. The stored notebook has the answers
-# filled in.
+# Each prediction starts blank: replace the `...` with your prediction (a number, or the Spark
+# query that computes it), run the cell, then run the check below it. The check refuses a blank
+# or wrong answer with a hint, and passes only on the engine's value.
 #
-# **1.** How many tombstones are still in the log after the first clean (count them before the
-# new writes, from the prediction)? Why are they still there?
+# **1.** How many tombstones are still in the log below the active segments after the first
+# clean? Count them in Spark's prediction (`predicted`: columns `kept`, `tombstone`, `offset`,
+# `first_uncleanable`), before the new writes. Why are they still there?
 
-# %%
-prediction = int(predicted.where("kept AND tombstone").count())
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK prediction = ...
+prediction = int(predicted.where("kept AND tombstone AND offset < first_uncleanable").count())
+### END SOLUTION
+
+# %% tags=["check"]
 first_clean = spark.read.format("kafkalog").schema("partition int, offset bigint, value binary").load(str(data_dir))
 actual_tombstones = first_clean.where(F.col("value").isNull() & F.expr(
     f"offset < CASE partition {' '.join(f'WHEN {p} THEN {c}' for p, c in checkpoint.items())} END")).count()
-kept_before_active = int(predicted.where("kept AND tombstone AND offset < first_uncleanable").count())
-labs.check("tombstones kept below the active segment", kept_before_active, actual_tombstones)
+labs.check("tombstones kept below the active segment", prediction, actual_tombstones,
+           hint="count only kept tombstones below each partition's first uncleanable offset: "
+                "the active segment is not cleaned at all.")
+### BEGIN HIDDEN TESTS
+if SCALE == "small":
+    assert prediction == 89
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **2.** Offsets survive compaction. What is the largest gap between consecutive offsets in
-# partition 0 after the first clean (below the checkpoint)?
+# partition 0 after the first clean (below the checkpoint)? Compute it from Spark's prediction
+# (`pred`: sorted `(partition, offset)` pairs of the kept records; `checkpoint[0]`).
 
-# %%
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK prediction = ...
 offsets0 = sorted(o for p, o in pred if p == 0 and o < checkpoint[0])
 prediction = max(b - a for a, b in zip(offsets0, offsets0[1:]))
+### END SOLUTION
+
+# %% tags=["check"]
 actual0 = sorted(r.offset for r in first_clean.where(f"partition = 0 AND offset < {checkpoint[0]}").select("offset").collect())
-labs.check("largest offset gap in partition 0", prediction, max(b - a for a, b in zip(actual0, actual0[1:])))
+labs.check("largest offset gap in partition 0", prediction, max(b - a for a, b in zip(actual0, actual0[1:])),
+           hint="take partition 0's kept offsets below the checkpoint, in order, and the largest "
+                "difference between neighbours.")
+### BEGIN HIDDEN TESTS
+if SCALE == "small":
+    assert prediction == 214
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** The cleaner keeps the latest record per key *within the cleanable
-# range*. Make `force_clean` also clean the active segment (pass the log end offset as the
-# first uncleanable offset in `kafkalab/storage/cleaner/manager.py`) and re-run the comparison:
-# which prediction changes, and why would Kafka never allow this on a live log?
+# **Change the engine.** Exercise 1's tombstones stay for `delete.retention.ms` (24 h by
+# default) after the first clean that keeps them, so that a consumer that is behind still sees
+# each delete. Change the topic's `delete.retention.ms` in `tombstone_overrides`: the check
+# writes a fresh copy of the topic, cleans each partition twice (the first clean stamps each
+# kept tombstone's delete horizon, the second drops those whose horizon has passed), and passes
+# when no tombstone is left below the active segments. Then explain: what does a consumer that
+# was offline during those two cleans see for a deleted key?
+#
+# Going further: the cleaner keeps the latest record per key only *within the cleanable range*,
+# and the active segment is never in it. Find every place in `kafkalab/storage/cleaner/` that
+# keeps the active segment out, and why Kafka would never clean it on a live log.
+
+# %% tags=["answer"]
+tombstone_overrides = dict(OVERRIDES)
+### BEGIN SOLUTION
+### BLANK # your change here
+tombstone_overrides["delete.retention.ms"] = "0"
+### END SOLUTION
+
+# %% tags=["check"]
+fresh_dir = labs.scratch_dir("lab03-tombstones-")
+generate(GenSpec(**{**{f: getattr(spec, f) for f in spec.__slots__}, "data_dir": str(fresh_dir)}), show_progress=False)
+fresh_now_ms = START_MS + PARAMS["records"]  # the clock just after the last append
+fresh_cleaner = LogCleaner(fresh_dir, lambda: fresh_now_ms)
+active_base = {}
+for p in sorted(written):
+    for _ in range(2):
+        log = labs.open_partition_log(fresh_dir / f"profiles-{p}", tombstone_overrides, fresh_now_ms)
+        fresh_cleaner.force_clean(log)
+        active_base[p] = log.active_segment.base_offset
+        log.close()
+tombstones_left = (spark.read.format("kafkalog").schema("partition int, offset bigint, value binary")
+                   .load(str(fresh_dir)).where(F.col("value").isNull() & F.expr(
+                       f"offset < CASE partition {' '.join(f'WHEN {p} THEN {b}' for p, b in active_base.items())} END"))
+                   .count())
+print(f"tombstones left below the active segments after two cleans: {tombstones_left}")
+assert tombstones_left == 0, "tombstones are still kept: they stay for delete.retention.ms after the first clean"
+### BEGIN HIDDEN TESTS
+assert int(tombstone_overrides["delete.retention.ms"]) == 0
+### END HIDDEN TESTS
 
 # %%
 spark.stop()

@@ -159,35 +159,65 @@ comparison
 
 # %% [markdown]
 # ## Exercises — predict, then check
-# Replace each `...` with your prediction, then run the cell. The stored notebook has the answers
-# filled in.
+# Each prediction starts blank: replace the `...` with your prediction (a number, or the Spark
+# query that computes it), run the cell, then run the check below it. The check refuses a blank
+# or wrong answer with a hint, and passes only on the engine's value.
 #
 # **1.** With `retention.ms` = 30 minutes, what is the smallest age (in whole minutes) a deleted
 # segment's newest record can have?
 
-# %%
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK prediction = ...
+prediction = 30
+### END SOLUTION
+
+# %% tags=["check"]
 deleted_ages = []
 for p in sorted(written):
     n = predicted[("retention.ms=30min", p)]["time"]
     deleted_ages += segments[segments["partition"] == p]["age_min"].head(n).tolist()
-prediction = 30
-labs.check("smallest age of a deleted segment (whole minutes)", prediction, int(min(deleted_ages)))
+labs.check("smallest age of a deleted segment (whole minutes)", prediction, int(min(deleted_ages)),
+           hint="a segment goes when its *newest* record is older than retention.ms.")
+### BEGIN HIDDEN TESTS
+assert prediction == 30
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **2.** Retention deletes whole segments, so some records older than 30 minutes stay on disk.
 # Which *offset* does a consumer starting from `earliest` get on partition 0 after the 30-minute
-# check? (Hint: the new log start offset is a segment base offset.)
+# check? Read it from the `segments` table (or compute it); the check asks the real log.
 
-# %%
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK prediction = ...
 survivors = segments[segments["partition"] == 0].iloc[predicted[("retention.ms=30min", 0)]["time"]:]
 prediction = int(survivors["base_offset"].iloc[0])
-labs.check("log start offset after retention", prediction, start_offsets[("retention.ms=30min", 0)])
+### END SOLUTION
+
+# %% tags=["check"]
+labs.check("log start offset after retention", prediction, start_offsets[("retention.ms=30min", 0)],
+           hint="the new log start offset is the base offset of the oldest segment that "
+                "survives: the first one whose newest record is young enough.")
+### BEGIN HIDDEN TESTS
+if SCALE == "small":
+    assert prediction == 10806
+### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** Kafka compares `now - largest timestamp > retention.ms` (strictly).
-# Make the time rule use the segment's *oldest* timestamp instead (in
-# `kafkalab/storage/retention.py`), re-run the comparison cell and explain, from the plot, which
-# setting disagrees first and by how many segments.
+# **Change the engine.** Kafka compares `now - largest timestamp > retention.ms` (strictly). Make
+# it `>=` in `retention_time_predicate` (`kafkalab/storage/retention.py`) and restart the
+# kernel. The check below fails before the edit and passes after it
+# (`.venv/bin/python -m kafkalab.classroom check retention-time-ge` does the same from a shell).
+# Then re-run the comparison cell: does any setting disagree with Spark's replay, and why is a
+# 1 ms boundary so rarely hit on a real log? Going further: make the rule use the segment's
+# *oldest* timestamp instead, and explain from the plot which setting disagrees first. Undo the
+# edits afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("retention-time-ge")  # raises EngineUnchanged until the engine is edited
 
 # %%
 spark.stop()
