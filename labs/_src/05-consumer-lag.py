@@ -53,22 +53,31 @@ story.total_records()
 # Which partition holds the commits of `analytics`? (`kafkalab.partitioner.java_string_hash`
 # computes Java's `String.hashCode`.)
 
-# %%
-my_prediction_1 = None  # <- a partition number, 0-49
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_1 = None  # <- a partition number, 0-49
+my_prediction_1 = 10
+### END SOLUTION
 
 # %% [markdown]
 # **Predict, then check 2.** What lag does `analytics` commit on partition 0 at t = 240 s, the
 # end of the burst? Give a number of records.
 
-# %%
-my_prediction_2 = None  # <- records
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_2 = None  # <- records
+my_prediction_2 = 8_400 * RATE
+### END SOLUTION
 
 # %% [markdown]
 # **Predict, then check 3.** What lag does `analytics` commit on partition 2 at the last commit
 # (t = 1200 s)?
 
-# %%
-my_prediction_3 = None  # <- records
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_3 = None  # <- records
+my_prediction_3 = 32_400 * RATE
+### END SOLUTION
 
 # %% [markdown]
 # ## Write the two logs
@@ -111,13 +120,19 @@ offsets_records = spark.read.format("kafkalog").load(str(data_dir / "__consumer_
 commits = committed_offsets(offsets_records).cache()
 per_group = commits.groupBy("group", "offsets_partition").agg(F.count("*").alias("commit records")).toPandas()
 offsets_partition = dict(zip(per_group["group"], per_group["offsets_partition"]))
-if my_prediction_1 is None:
-    print("not answered yet: set my_prediction_1 above and run the cells again")
-else:
-    assert my_prediction_1 == offsets_partition["analytics"], (
-        "Not quite. Compute abs(java_string_hash('analytics')) % 50; Python's own hash() is not "
-        "Java's, and Python's % of a negative number is not Java's.")
-    print("Right:", offsets_partition["analytics"])
+
+# %% [markdown]
+# **Check 1.** Your prediction of the partition holding the commits of `analytics`.
+
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
+check_prediction(my_prediction_1, int(offsets_partition["analytics"]),
+                 hint="compute abs(java_string_hash('analytics')) % 50; Python's own hash() is not "
+                      "Java's, and Python's % of a negative number is not Java's.")
+### BEGIN HIDDEN TESTS
+assert my_prediction_1 == 10
+### END HIDDEN TESTS
 
 # %%
 per_group
@@ -240,20 +255,21 @@ def lag_at(group: str, partition: int, t_s: int) -> int:
     return int(rows["lag"].iloc[0])
 
 
-if my_prediction_2 is None:
-    print("2: not answered yet: set my_prediction_2 above and run the cells again")
-else:
-    assert my_prediction_2 == lag_at("analytics", 0, 240), (
-        "2: not quite. During the burst 3 x 40 records arrive each second and the group reads at "
-        "most 50; before the burst it kept up exactly.")
-    print("2 right:", lag_at("analytics", 0, 240))
-if my_prediction_3 is None:
-    print("3: not answered yet: set my_prediction_3 above and run the cells again")
-else:
-    assert my_prediction_3 == lag_at("analytics", 2, 1200), (
-        "3: not quite. Count the seconds in four phases: before the burst (60 in, 50 out), the "
-        "burst (180 in), after it (60 in), and the outage (60 in, nothing out).")
-    print("3 right:", lag_at("analytics", 2, 1200))
+# %% tags=["check"]
+check_prediction(my_prediction_2, lag_at("analytics", 0, 240), right=f"{lag_at('analytics', 0, 240)} records",
+                 hint="during the burst 3 x 40 records arrive each second and the group reads at most 50; "
+                      "before the burst it kept up exactly.")
+### BEGIN HIDDEN TESTS
+assert my_prediction_2 == 8_400 * RATE
+### END HIDDEN TESTS
+
+# %% tags=["check"]
+check_prediction(my_prediction_3, lag_at("analytics", 2, 1200), right=f"{lag_at('analytics', 2, 1200)} records",
+                 hint="count the seconds in four phases: before the burst (60 in, 50 out), the burst "
+                      "(180 in), after it (60 in), and the outage (60 in, nothing out).")
+### BEGIN HIDDEN TESTS
+assert my_prediction_3 == 32_400 * RATE
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Lag in time
@@ -299,18 +315,22 @@ plt.show()
 # hold for `billing` before the cleaner runs, and how many after a full clean (the cleaner keeps
 # the newest record per key)? Answer as a tuple `(before, after)`.
 
-# %%
-my_prediction_4 = None  # <- (before, after)
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_4 = None  # <- (before, after)
+my_prediction_4 = (3_600, 3)
+### END SOLUTION
 
 # %%
 billing_records = int(per_group[per_group["group"] == "billing"]["commit records"].iloc[0])
 every_second = (billing_records * story.commit_interval_s, story.partitions)
-if my_prediction_4 is None:
-    print("not answered yet: set my_prediction_4 above and run both cells again")
-else:
-    assert tuple(my_prediction_4) == every_second, (
-        "Not quite. One record per partition per commit; the key is (group, topic, partition).")
-    print("Right:", every_second)
+
+# %% tags=["check"]
+check_prediction(my_prediction_4, every_second, right=f"{every_second[0]} records before, {every_second[1]} after",
+                 hint="one record per partition per commit; the key is (group, topic, partition).")
+### BEGIN HIDDEN TESTS
+assert tuple(my_prediction_4) == (3_600, 3)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Going further.** Rebuild the story with `commit_interval_s=60` and re-run the lab: the

@@ -34,30 +34,40 @@ RECORDS
 
 # %% [markdown]
 # ## Predict first
-# Each prediction starts blank; the lab checks it once Spark has the answer. Answer from the
+# Each prediction starts blank; the lab checks it once Spark has the answer (a blank or wrong
+# answer stops the run there, with a hint). Answer from the
 # partitioner and the numbers above, before the plots give the answers away.
 #
 # **Predict, then check 1.** The 8 region keys (`key_skew.REGIONS`) go to a topic with 12
 # partitions. How many partitions receive no records at all?
 # (`kafkalab.partitioner.partition_for_key(key, 12)` is Kafka's choice for one key.)
 
-# %%
-my_prediction_1 = None  # <- a number of partitions
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_1 = None  # <- a number of partitions
+my_prediction_1 = 5
+### END SOLUTION
 
 # %% [markdown]
 # **Predict, then check 2.** The hottest Zipf customer, `customer-0`, has about 13.5% of the
 # records (`key_skew.zipf_top_share()`). With 48 partitions, about how many times the mean
 # partition is the largest one? (Within 15%. Hint: what else is in the hot key's partition?)
 
-# %%
-my_prediction_2 = None  # <- a ratio, e.g. 1.5
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_2 = None  # <- a ratio, e.g. 1.5
+my_prediction_2 = 48 * 0.135 + (1 - 0.135)
+### END SOLUTION
 
 # %% [markdown]
 # **Predict, then check 3.** For Zipf keys, what is the smallest of the partition counts
 # 3, 6, 12, 24, 48, 96 at which the largest partition holds at least twice the mean?
 
-# %%
-my_prediction_3 = None  # <- one of the partition counts
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_3 = None  # <- one of the partition counts
+my_prediction_3 = 12
+### END SOLUTION
 
 # %% tags=["nbval-ignore-output"]
 import kafkalab.spark
@@ -108,15 +118,16 @@ spread = pd.concat([key_skew.imbalance(sizes[sizes["distribution"] == d]).assign
 # %% [markdown]
 # **Check 1.**
 
-# %%
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 empty_at_12 = int(spread[(spread["distribution"] == "regions") & (spread["partitions"] == 12)]["empty"].iloc[0])
-if my_prediction_1 is None:
-    print("1: not answered yet: set my_prediction_1 above and run the cells again")
-else:
-    assert my_prediction_1 == empty_at_12, (
-        "1: not quite. 8 keys can fill at most 8 of 12 partitions; compute partition_for_key for each "
-        "region and count the partitions nobody picked (two regions may share one).")
-    print("1 right:", empty_at_12)
+check_prediction(my_prediction_1, empty_at_12, right=f"{empty_at_12} empty partitions",
+                 hint="8 keys can fill at most 8 of 12 partitions; compute partition_for_key for each "
+                      "region and count the partitions nobody picked (two regions may share one).")
+### BEGIN HIDDEN TESTS
+assert my_prediction_1 == 5
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## The largest partition against the mean
@@ -184,20 +195,22 @@ plt.show()
 # %%
 zipf = spread[spread["distribution"] == "zipf"].set_index("partitions")["max_over_mean"]
 at_least_twice = int(zipf[zipf >= 2].index.min())
-if my_prediction_2 is None:
-    print("2: not answered yet: set my_prediction_2 above and run the cells again")
-else:
-    assert abs(my_prediction_2 - zipf[48]) <= 0.15 * zipf[48], (
-        "2: not quite. The hot key's partition holds its 13.5% plus about 1/48 of everything else; "
-        "divide by the mean share, 1/48.")
-    print(f"2 right: {zipf[48]:.2f}")
-if my_prediction_3 is None:
-    print("3: not answered yet: set my_prediction_3 above and run the cells again")
-else:
-    assert my_prediction_3 == at_least_twice, (
-        "3: not quite. The largest partition is about P x 0.135 + (1 - 0.135) times the mean; "
-        "find the first P in the list where that reaches 2.")
-    print("3 right:", at_least_twice)
+
+# %% tags=["check"]
+check_prediction(my_prediction_2, float(zipf[48]), tolerance=0.15 * float(zipf[48]), right=f"{zipf[48]:.2f}",
+                 hint="the hot key's partition holds its 13.5% plus about 1/48 of everything else; "
+                      "divide by the mean share, 1/48.")
+### BEGIN HIDDEN TESTS
+assert abs(my_prediction_2 - 7.3) < 0.8
+### END HIDDEN TESTS
+
+# %% tags=["check"]
+check_prediction(my_prediction_3, at_least_twice, right=f"{at_least_twice} partitions",
+                 hint="the largest partition is about P x 0.135 + (1 - 0.135) times the mean; find the "
+                      "first P in the list where that reaches 2.")
+### BEGIN HIDDEN TESTS
+assert my_prediction_3 == 12
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Going further

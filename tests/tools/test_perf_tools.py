@@ -264,7 +264,10 @@ def test_send_batch_reports_the_encoded_size_it_sent(tmp_path: Path) -> None:
             plain = send_batch(conn, "sizes", 0, records)
             packed = send_batch(conn, "sizes", 0, records, compression=Compression.GZIP)
             unacked = send_batch(conn, "sizes", 0, records, acks=0)
-        stored = [b.size_in_bytes for b in raw_batches(server, "sizes", 0)]
+        # acks=0 gets no answer, so the batch may land after a read on another connection starts.
+        deadline = time.monotonic() + 10
+        while len(stored := [b.size_in_bytes for b in raw_batches(server, "sizes", 0)]) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         server.stop()
     assert (plain.base_offset, packed.base_offset, unacked.base_offset) == (0, 20, -1)
