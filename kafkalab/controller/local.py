@@ -29,10 +29,17 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
+from kafkalab.controller import record_builders as builders
 from kafkalab.controller.partition_change import change_partition, fence_broker, validate_alter_partition
+from kafkalab.controller.record_builders import Change
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.metadata import records as r
+from kafkalab.metadata.delta import replay
 from kafkalab.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
+from kafkalab.metadata.record_log import MemoryRecordLog, RecordLog
+from kafkalab.metadata.records import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, encode_record
 
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
 PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
@@ -68,15 +75,27 @@ def check_partition_count(partition_count: int) -> None:
 
 
 ImageListener = Callable[[MetadataImage], None]
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
 
 class LocalController:
-    """Decides and publishes cluster metadata. Not thread-safe; owned by one process."""
+    """Decides, writes records, replays them and publishes the image. Not thread-safe; owned by
+    one process. ``image`` is where a restarted node's log replay left off (empty: a new cluster)."""
 
-    def __init__(self, brokers: Sequence[BrokerRegistration], rng: random.Random) -> None:
+    def __init__(
+        self, brokers: Sequence[BrokerRegistration], rng: random.Random, log: RecordLog | None = None,
+        image: MetadataImage | None = None, clock_ms: Callable[[], int] = lambda: 0,
+    ) -> None:
         self._rng = rng
-        self.image = MetadataImage(brokers={b.broker_id: b for b in brokers})
+        self.log: RecordLog = MemoryRecordLog() if log is None else log
+        self._clock_ms = clock_ms
+        self.image = MetadataImage() if image is None else image
         self._listeners: list[ImageListener] = []
+        if METADATA_VERSION_FEATURE not in self.image.features:  # bootstrap, as bootstrap.checkpoint
+            self._commit([r.FEATURE_LEVEL_RECORD.cls(name=METADATA_VERSION_FEATURE,
+                                                     feature_level=METADATA_VERSION_LEVEL)], publish=False)
+        for broker in brokers:
+            self._commit(builders.register_broker(broker), publish=False)
 
     def subscribe(self, listener: ImageListener) -> Callable[[], None]:
         """Receive every image published from now on (call :meth:`publish` to send the current);
@@ -84,11 +103,20 @@ class LocalController:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
-    def publish(self, image: MetadataImage | None = None) -> None:
-        if image is not None:
-            self.image = replace(image, offset=self.image.offset + 1)
+    def publish(self) -> None:
+        """Send the current image to every subscriber."""
         for listener in self._listeners:
             listener(self.image)
+
+    def _commit(self, records: Sequence[Any], publish: bool = True) -> None:
+        """Append a decision's records as one batch, replay them into the next image (Kafka's
+        ``QuorumController`` replays what it appends), and publish it."""
+        if not records:
+            return
+        last_offset = self.log.append([encode_record(record) for record in records], self._clock_ms())
+        self.image = replay(self.image, records, last_offset)
+        if publish:
+            self.publish()
 
     def register_broker(self, broker: BrokerRegistration) -> None:
         """A broker joins or rejoins (BrokerRegistration), unfenced. A registration of a broker
@@ -99,23 +127,29 @@ class LocalController:
         known = self.image.brokers.get(broker.broker_id)
         if known is not None and not known.fenced:
             self.fence_broker(broker.broker_id)
-        brokers = {**self.image.brokers, broker.broker_id: broker}
-        image = replace(self.image, brokers=brokers)
-        self.publish(self._reelect(image, lambda r: r in brokers and not brokers[r].fenced))
+        records = builders.register_broker(broker)
+        brokers = {**self.image.brokers, broker.broker_id: replace(broker, fenced=False)}
+        records += builders.partition_changes(self.image, self._reelect(
+            self.image, lambda b: b in brokers and not brokers[b].fenced))
+        self._commit(records)
 
     def fence_broker(self, broker_id: int, unclean_enabled: Callable[[str], bool] = lambda topic: False) -> None:
         """Kafka's ``handleBrokerFenced``, after ``broker.session.timeout.ms`` without a
-        heartbeat: the broker leaves every ISR and its partitions elect other leaders."""
+        heartbeat: the broker leaves every ISR and its partitions elect other leaders; then the
+        registration change (BrokerRegistrationChangeRecord, fenced 1)."""
         broker = self.image.brokers.get(broker_id)
         if broker is None or broker.fenced:
             return
-        brokers = {**self.image.brokers, broker_id: replace(broker, fenced=True)}
+        brokers = self.image.brokers
         partitions = [(t.name, i, p) for t in self.image.topics.values() for i, p in t.partitions.items()]
-        changes = fence_broker(partitions, broker_id, lambda r: r in brokers and not brokers[r].fenced,
+        changes = fence_broker(partitions, broker_id, lambda b: b in brokers and not brokers[b].fenced,
                                unclean_enabled)
-        self.publish(_with_partitions(replace(self.image, brokers=brokers), changes))
+        records = builders.partition_changes(self.image, changes)
+        records.append(r.BROKER_REGISTRATION_CHANGE_RECORD.cls(
+            broker_id=broker_id, broker_epoch=broker.broker_epoch, fenced=r.FENCE))
+        self._commit(records)
 
-    def _reelect(self, image: MetadataImage, acceptable: Callable[[int], bool]) -> MetadataImage:
+    def _reelect(self, image: MetadataImage, acceptable: Callable[[int], bool]) -> list[Change]:
         changes = []
         for topic in image.topics.values():
             for index, registration in topic.partitions.items():
@@ -123,16 +157,19 @@ class LocalController:
                     changed = change_partition(registration, registration.isr, acceptable)
                     if changed is not None:
                         changes.append((topic.name, index, changed))
-        return _with_partitions(image, changes)
+        return changes
 
     # --- topics --------------------------------------------------------------------------------
 
     def restore_topic(self, name: str, topic_id: uuid.UUID, partition_count: int) -> None:
         """Adopt a topic found on disk (a data directory from before the controller kept
-        records), led by the only broker; published with the next change or :meth:`publish`."""
+        records), led by the only broker; published with the next change or :meth:`publish`.
+        A topic the metadata log already holds is left as the log says."""
+        if name in self.image.topics:
+            return
         (broker_id,) = self.image.brokers  # only a one-broker cluster can adopt local logs
         partitions = {p: PartitionRegistration((broker_id,), (broker_id,), broker_id) for p in range(partition_count)}
-        self.image = replace(self.image, topics={**self.image.topics, name: TopicImage(name, topic_id, partitions)})
+        self._commit(builders.new_topic(TopicImage(name, topic_id, partitions)), publish=False)
 
     def create_topic(self, name: str, partition_count: int, replication_factor: int) -> TopicImage:
         validate_topic_name(name)
@@ -140,9 +177,9 @@ class LocalController:
             raise TopicError(f"Topic '{name}' already exists.", error_code=ErrorCode.TOPIC_ALREADY_EXISTS)
         check_partition_count(partition_count)
         topic_id = self.new_topic_id()
-        topic = TopicImage(name, topic_id, self._place(range(partition_count), replication_factor))
-        self.publish(replace(self.image, topics={**self.image.topics, name: topic}))
-        return topic
+        self._commit(builders.new_topic(
+            TopicImage(name, topic_id, self._place(range(partition_count), replication_factor))))
+        return self.image.topics[name]
 
     def new_topic_id(self) -> uuid.UUID:
         """A random (version 4) topic id from the injected generator."""
@@ -158,13 +195,12 @@ class LocalController:
         check_partition_count(partition_count)
         replication_factor = len(topic.partitions[0].replicas)
         added = self._place(range(current, partition_count), replication_factor)
-        grown = replace(topic, partitions={**topic.partitions, **added})
-        self.publish(replace(self.image, topics={**self.image.topics, name: grown}))
-        return grown
+        self._commit([builders.partition_record(topic.topic_id, index, p) for index, p in added.items()])
+        return self.image.topics[name]
 
     def delete_topic(self, name: str) -> None:
-        self._topic(name)
-        self.publish(replace(self.image, topics={k: v for k, v in self.image.topics.items() if k != name}))
+        topic = self._topic(name)
+        self._commit([r.REMOVE_TOPIC_RECORD.cls(topic_id=topic.topic_id)])
 
     def _topic(self, name: str) -> TopicImage:
         topic = self.image.topics.get(name)
@@ -207,22 +243,22 @@ class LocalController:
         changed = change_partition(current, [b for b, _ in new_isr], acceptable)
         if changed is None:
             return ErrorCode.NONE, current
-        topic_image = self.image.topics[topic]
-        updated = replace(topic_image, partitions={**topic_image.partitions, partition: changed})
-        self.publish(replace(self.image, topics={**self.image.topics, topic: updated}))
-        return ErrorCode.NONE, changed
+        self._commit(builders.partition_changes(self.image, [(topic, partition, changed)]))
+        return ErrorCode.NONE, self.image.partition(topic, partition)
 
+    # --- producer ids --------------------------------------------------------------------------
 
-def _with_partitions(
-    image: MetadataImage, changes: Sequence[tuple[str, int, PartitionRegistration]],
-) -> MetadataImage:
-    topics = dict(image.topics)
-    for name, index, registration in changes:
-        topics[name] = replace(topics[name], partitions={**topics[name].partitions, index: registration})
-    return replace(image, topics=topics)
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
+        """Kafka's AllocateProducerIds: the next block of ids for a broker's InitProducerId,
+        written as a ProducerIdsRecord so no id is handed out twice, across restarts too."""
+        first = self.image.next_producer_id
+        self._commit([r.PRODUCER_IDS_RECORD.cls(broker_id=broker_id, broker_epoch=broker_epoch,
+                                                next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)])
+        return range(first, first + PRODUCER_ID_BLOCK_SIZE)
 
 
 __all__ = [
-    "PARTITIONS_MAX", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController", "TopicError",
+    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
+    "TopicError",
     "check_partition_count", "validate_topic_name",
 ]

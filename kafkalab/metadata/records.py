@@ -16,8 +16,8 @@ JSON converter camel-cases back: ``partition_epoch`` prints as ``partitionEpoch`
 Which version a controller writes depends on the cluster's ``metadata.version``
 (``MetadataVersion.partitionRecordVersion()`` and friends). kafkalab writes what a controller at
 ``3.6-IV2`` (feature level 14, the last level before log-directory ids) writes: PartitionRecord
-and PartitionChangeRecord v0, RegisterBrokerRecord v2, BrokerRegistrationChangeRecord v1, every
-other record v0. It reads every version Kafka defines.
+and PartitionChangeRecord v0, RegisterBrokerRecord v2, every other record v0 (a fencing change
+is BrokerRegistrationChangeRecord v0; Kafka writes v1 only to mark a controlled shutdown). It reads every version Kafka defines.
 
 Worked example: a TopicRecord for ``"foo"`` is 24 bytes::
 
@@ -175,7 +175,7 @@ RECORD_TYPES: dict[int, RecordType] = {t.api_key: t for t in (
     RecordType(9, "REMOVE_TOPIC_RECORD", REMOVE_TOPIC_RECORD),
     RecordType(12, "FEATURE_LEVEL_RECORD", FEATURE_LEVEL_RECORD),
     RecordType(15, "PRODUCER_IDS_RECORD", PRODUCER_IDS_RECORD),
-    RecordType(17, "BROKER_REGISTRATION_CHANGE_RECORD", BROKER_REGISTRATION_CHANGE_RECORD, 1),
+    RecordType(17, "BROKER_REGISTRATION_CHANGE_RECORD", BROKER_REGISTRATION_CHANGE_RECORD),
     RecordType(20, "NO_OP_RECORD", NO_OP_RECORD),
     RecordType(21, "ZK_MIGRATION_STATE_RECORD", ZK_MIGRATION_STATE_RECORD),
     RecordType(22, "BEGIN_TRANSACTION_RECORD", BEGIN_TRANSACTION_RECORD),
