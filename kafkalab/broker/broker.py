@@ -58,6 +58,7 @@ from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.topics import TopicRegistry
 from kafkalab.config import DynamicConfigStore
 from kafkalab.config.resolve import broker_value
+from kafkalab.broker.local_metadata import open_local_controller
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
@@ -109,7 +110,9 @@ class Broker:
             settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
             on_high_watermark_moved=self._high_watermark_moved)
         if controller is None:  # a lone broker is its own cluster, and adopts its directories
-            self.controller = LocalController([registration], rng)
+            self.controller = open_local_controller(
+                log_store, registration, rng, clock_ms or (lambda: 0), _broker_int(
+                    config_store, str(settings.node_id), "metadata.log.max.record.bytes.between.snapshots"))
             self.topics = TopicRegistry(self.controller, self.replica_manager)
             self.topics.restore(log_store)
             self._unsubscribe = self.controller.subscribe(self._apply_image)

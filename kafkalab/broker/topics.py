@@ -30,8 +30,8 @@ from kafkalab.controller.local import (
     validate_topic_name,
 )
 from kafkalab.replication.replica_manager import HostedPartition, ReplicaManager
+from kafkalab.storage.log_manager import KRAFT_METADATA_TOPIC
 
-KRAFT_METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log in a Kafka data dir, not a topic
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,9 @@ from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata import records as r
 from kafkalab.metadata.delta import replay
 from kafkalab.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
-from kafkalab.metadata.record_log import MemoryRecordLog, RecordLog
+from kafkalab.metadata.record_log import SOLE_VOTER_EPOCH, MemoryRecordLog, RecordLog
 from kafkalab.metadata.records import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, encode_record
+from kafkalab.metadata.snapshot import SnapshotPolicy
 
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
 PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
@@ -85,9 +86,11 @@ class LocalController:
     def __init__(
         self, brokers: Sequence[BrokerRegistration], rng: random.Random, log: RecordLog | None = None,
         image: MetadataImage | None = None, clock_ms: Callable[[], int] = lambda: 0,
+        snapshots: SnapshotPolicy | None = None,
     ) -> None:
         self._rng = rng
         self.log: RecordLog = MemoryRecordLog() if log is None else log
+        self.snapshots = snapshots
         self._clock_ms = clock_ms
         self.image = MetadataImage() if image is None else image
         self._listeners: list[ImageListener] = []
@@ -113,8 +116,12 @@ class LocalController:
         ``QuorumController`` replays what it appends), and publish it."""
         if not records:
             return
-        last_offset = self.log.append([encode_record(record) for record in records], self._clock_ms())
+        values = [encode_record(record) for record in records]
+        now_ms = self._clock_ms()
+        last_offset = self.log.append(values, now_ms)
         self.image = replay(self.image, records, last_offset)
+        if self.snapshots is not None:
+            self.snapshots.appended(sum(map(len, values)), self.image, SOLE_VOTER_EPOCH, now_ms)
         if publish:
             self.publish()
 

@@ -28,21 +28,13 @@ from typing import Any
 
 from kafkalab.metadata import records as r
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
+from kafkalab.metadata.snapshot import partition_record, register_broker_record
 
 Change = tuple[str, int, PartitionRegistration]  # (topic, partition, its next registration)
-LISTENER_NAME = "PLAINTEXT"  # kafkalab brokers listen on one plaintext listener
-SECURITY_PROTOCOL_PLAINTEXT = 0  # SecurityProtocol.PLAINTEXT.id
-MIN_METADATA_VERSION_LEVEL = 1  # MetadataVersion.MINIMUM_KRAFT_VERSION (3.0-IV1)
 
 
 def register_broker(broker: BrokerRegistration) -> list[Any]:
-    cls = r.REGISTER_BROKER_RECORD.cls
-    records: list[Any] = [cls(
-        broker_id=broker.broker_id, incarnation_id=broker.incarnation_id, broker_epoch=broker.broker_epoch,
-        end_points=(cls.BrokerEndpoint(LISTENER_NAME, broker.host, broker.port, SECURITY_PROTOCOL_PLAINTEXT),),
-        features=(cls.BrokerFeature(r.METADATA_VERSION_FEATURE, MIN_METADATA_VERSION_LEVEL,
-                                    r.METADATA_VERSION_LEVEL),),
-        rack=broker.rack, fenced=True, in_controlled_shutdown=False)]
+    records: list[Any] = [register_broker_record(broker, fenced=True)]
     if not broker.fenced:
         records.append(r.BROKER_REGISTRATION_CHANGE_RECORD.cls(
             broker_id=broker.broker_id, broker_epoch=broker.broker_epoch, fenced=r.UNFENCE))
@@ -53,14 +45,6 @@ def new_topic(topic: TopicImage) -> list[Any]:
     records: list[Any] = [r.TOPIC_RECORD.cls(name=topic.name, topic_id=topic.topic_id)]
     records += [partition_record(topic.topic_id, index, p) for index, p in sorted(topic.partitions.items())]
     return records
-
-
-def partition_record(topic_id: uuid.UUID, index: int, p: PartitionRegistration) -> Any:
-    return r.PARTITION_RECORD.cls(
-        partition_id=index, topic_id=topic_id, replicas=p.replicas, isr=p.isr,
-        removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=p.leader,
-        leader_recovery_state=p.leader_recovery_state, leader_epoch=p.leader_epoch,
-        partition_epoch=p.partition_epoch)
 
 
 def partition_change(topic_id: uuid.UUID, index: int, old: PartitionRegistration,

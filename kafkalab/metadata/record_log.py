@@ -33,9 +33,8 @@ from kafkalab.records.codec import iter_batches
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
 from kafkalab.storage.log import Log
+from kafkalab.storage.log_manager import KRAFT_METADATA_TOPIC
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_PARTITION = 0
 SOLE_VOTER_EPOCH = 1  # the Raft epoch of a node that is its own quorum: elected once, by itself
 READ_CHUNK_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES: one read at a time
 
@@ -98,6 +97,6 @@ def read_log_records(log: Log, from_offset: int = 0) -> Iterator[tuple[int, Any]
 
 
 __all__ = [
-    "METADATA_PARTITION", "METADATA_TOPIC", "MemoryRecordLog", "RecordLog", "SOLE_VOTER_EPOCH",
+    "KRAFT_METADATA_TOPIC", "MemoryRecordLog", "RecordLog", "SOLE_VOTER_EPOCH",
     "StorageRecordLog", "read_log_records",
 ]

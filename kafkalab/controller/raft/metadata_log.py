@@ -40,8 +40,9 @@ from kafkalab.records.v2 import build_v2_batch
 from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.log import Log
 from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.log_manager import KRAFT_METADATA_TOPIC
 
-METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC = KRAFT_METADATA_TOPIC
 METADATA_PARTITION = 0
 METADATA_DIR_NAME = f"{METADATA_TOPIC}-{METADATA_PARTITION}"
 
