@@ -111,9 +111,9 @@ PARTITION_CHANGE_RECORD = _record(
     _null_array("removing_replicas", "[]int32", 3),
     _null_array("adding_replicas", "[]int32", 4),
     f("leader_recovery_state", "int8", tag=5, default=-1),
-    _null_array("directories", "[]uuid", 6, "1+"),
-    _null_array("eligible_leader_replicas", "[]int32", 7, "2+"),
-    _null_array("last_known_elr", "[]int32", 8, "2+"))
+    _null_array("directories", "[]uuid", 8, "1+"),  # Kafka numbers it after the ELR fields
+    _null_array("eligible_leader_replicas", "[]int32", 6, "2+"),
+    _null_array("last_known_elr", "[]int32", 7, "2+"))
 FENCE_BROKER_RECORD = _record("FenceBrokerRecord", "0", f("id", "int32"), f("epoch", "int64"))
 UNFENCE_BROKER_RECORD = _record("UnfenceBrokerRecord", "0", f("id", "int32"), f("epoch", "int64"))
 REMOVE_TOPIC_RECORD = _record("RemoveTopicRecord", "0", f("topic_id", "uuid"))
@@ -178,10 +178,10 @@ RECORD_TYPES: dict[int, RecordType] = {t.api_key: t for t in (
     RecordType(17, "BROKER_REGISTRATION_CHANGE_RECORD", BROKER_REGISTRATION_CHANGE_RECORD),
     RecordType(20, "NO_OP_RECORD", NO_OP_RECORD),
     RecordType(21, "ZK_MIGRATION_STATE_RECORD", ZK_MIGRATION_STATE_RECORD),
-    RecordType(22, "BEGIN_TRANSACTION_RECORD", BEGIN_TRANSACTION_RECORD),
+    RecordType(23, "BEGIN_TRANSACTION_RECORD", BEGIN_TRANSACTION_RECORD),
     RecordType(24, "END_TRANSACTION_RECORD", END_TRANSACTION_RECORD),
     RecordType(25, "ABORT_TRANSACTION_RECORD", ABORT_TRANSACTION_RECORD),
-    RecordType(26, "REGISTER_CONTROLLER_RECORD", REGISTER_CONTROLLER_RECORD),
+    RecordType(27, "REGISTER_CONTROLLER_RECORD", REGISTER_CONTROLLER_RECORD),
 )}
 _BY_CLASS: dict[type, RecordType] = {t.message.cls: t for t in RECORD_TYPES.values()}
 
