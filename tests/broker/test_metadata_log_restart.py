@@ -72,3 +72,22 @@ def test_a_torn_snapshot_is_refused_with_a_typed_error(tmp_path):
     newest.write_bytes(newest.read_bytes()[:-10])  # the footer batch cut short, as by a crash
     with pytest.raises(MetadataRecordError, match="no SnapshotFooter"):
         read_snapshot(newest)
+
+
+def test_producer_ids_come_in_controller_blocks_that_survive_restarts(tmp_path):
+    def init_producer_id(h: Harness) -> int:
+        body = h.call(22, 0, {"transactional_id": None, "transaction_timeout_ms": 60_000})
+        assert body.error_code == 0
+        return body.producer_id
+
+    h = Harness(tmp_path)
+    assert [init_producer_id(h) for _ in range(3)] == [0, 1, 2]  # Kafka's first block: 0-999
+    h.close()
+    h = Harness(tmp_path)
+    assert init_producer_id(h) == 1000  # the replayed ProducerIdsRecord said: next block at 1000
+    log = (tmp_path / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes()
+    printed = [parse_cluster_metadata(rec)[1] for b in iter_batches(log) for rec in b.records]
+    assert [p for p in printed if "PRODUCER_IDS" in p] == [
+        '{"type":"PRODUCER_IDS_RECORD","version":0,"data":{"brokerId":0,"brokerEpoch":0,"nextProducerId":1000}}',
+        '{"type":"PRODUCER_IDS_RECORD","version":0,"data":{"brokerId":0,"brokerEpoch":0,"nextProducerId":2000}}']
+    h.close()
