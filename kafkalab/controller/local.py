@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from kafkalab.controller import record_builders as builders
-from kafkalab.controller.partition_change import change_partition, fence_broker, validate_alter_partition
+from kafkalab.controller.partition_change import Election, change_partition, fence_broker, validate_alter_partition
 from kafkalab.controller.record_builders import Change
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata import records as r
@@ -76,6 +76,7 @@ def check_partition_count(partition_count: int) -> None:
 
 
 ImageListener = Callable[[MetadataImage], None]
+ElectionResult = tuple[str, int, ErrorCode, str | None]  # (topic, partition, error, message)
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
 
@@ -253,6 +254,46 @@ class LocalController:
         self._commit(builders.partition_changes(self.image, [(topic, partition, changed)]))
         return ErrorCode.NONE, self.image.partition(topic, partition)
 
+    # --- leader elections ----------------------------------------------------------------------
+
+    def elect_leaders(
+        self, election: Election, partitions: Sequence[tuple[str, int]] | None,
+    ) -> list[ElectionResult]:
+        """Kafka's ``electLeaders`` (ElectLeaders, ``kafkalab leader-election``): PREFERRED moves
+        leadership to the first assigned replica if it is alive and in sync; UNCLEAN elects a
+        leader for a leaderless partition, out of sync if need be. ``None`` asks for every
+        partition, and then those already led as asked are left out of the answer. All the
+        changes are one batch of PartitionChangeRecords."""
+        wanted = partitions if partitions is not None else [
+            (name, index) for name, topic in sorted(self.image.topics.items()) for index in sorted(topic.partitions)]
+        changes: dict[tuple[str, int], Change] = {}
+        results: list[ElectionResult] = []
+        for topic, index in wanted:
+            error, message, changed = self._elect_one(topic, index, election)
+            if changed is not None and (topic, index) not in changes:
+                changes[(topic, index)] = (topic, index, changed)
+            if partitions is not None or error != ErrorCode.ELECTION_NOT_NEEDED:
+                results.append((topic, index, error, message))
+        self._commit(builders.partition_changes(self.image, list(changes.values())))
+        return results
+
+    def _elect_one(self, topic: str, index: int, election: Election) -> tuple[ErrorCode, str | None, PartitionRegistration | None]:
+        registration = self.image.partition(topic, index)
+        if registration is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}", None
+        preferred = registration.replicas[0] if registration.replicas else NO_LEADER
+        if (election is Election.PREFERRED and registration.leader == preferred) or (
+                election is Election.UNCLEAN and registration.leader != NO_LEADER):
+            return ErrorCode.ELECTION_NOT_NEEDED, None, None
+        brokers = self.image.brokers
+        changed = change_partition(registration, registration.isr,
+                                   lambda b: b in brokers and not brokers[b].fenced, election)
+        if changed is None:
+            unavailable = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election is Election.PREFERRED
+                           else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
+            return unavailable, None, None
+        return ErrorCode.NONE, None, changed
+
     # --- producer ids --------------------------------------------------------------------------
 
     def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
@@ -265,7 +306,7 @@ class LocalController:
 
 
 __all__ = [
-    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
+    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "ElectionResult", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
     "TopicError",
     "check_partition_count", "validate_topic_name",
 ]
