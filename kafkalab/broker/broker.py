@@ -49,7 +49,7 @@ from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
-from kafkalab.broker.handlers import elect_leaders
+from kafkalab.broker.handlers import describe_cluster, elect_leaders
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
 from kafkalab.broker.log_store import LogStore, PartitionLog
@@ -294,6 +294,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
     ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
     ApiKey.ELECT_LEADERS: elect_leaders.handle_elect_leaders,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle_describe_cluster,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,

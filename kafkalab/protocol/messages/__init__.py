@@ -18,6 +18,7 @@ from kafkalab.protocol.messages.configs import (
     INCREMENTAL_ALTER_CONFIGS_RESPONSE,
 )
 from kafkalab.protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE
+from kafkalab.protocol.messages.describe_cluster import DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE
 from kafkalab.protocol.messages.elect_leaders import ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from kafkalab.protocol.messages.find_coordinator import (
@@ -99,6 +100,7 @@ SCHEMAS: dict[int, tuple[Message, Message]] = {
     ApiKey.DELETE_GROUPS: (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
     ApiKey.OFFSET_DELETE: (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
+    ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
 }
 assert all(request.api_key == response.api_key == key for key, (request, response) in SCHEMAS.items())
 
