@@ -8,9 +8,10 @@ image; the replica manager follows it, creating or deleting logs. So after ``cre
 3)`` returns, ``log("orders", 2)`` is a log on disk and this broker leads it (it is the only
 broker; a bigger cluster spreads leaders, and ``log`` still returns the local replica).
 
-A data directory written before the controller existed is adopted at start-up: every
-``<topic>-<partition>`` directory found is restored into the image with its ``partition.metadata``
-topic id (a Kafka data dir's ``__cluster_metadata-0``, KRaft's own log, is not a topic).
+At start-up the image comes from replaying the node's metadata log
+(:mod:`kafkalab.broker.local_metadata`); a ``<topic>-<partition>`` directory the log does not
+know (a data directory from before kafkalab kept metadata records) is adopted into the image with
+its ``partition.metadata`` topic id. ``__cluster_metadata-0``, KRaft's own log, is not a topic.
 
 Topic names follow Kafka's ``Topic.validate``: ``orders.v2`` is valid; ``orders v2`` and a
 250-character name are refused with INVALID_TOPIC_EXCEPTION (17).

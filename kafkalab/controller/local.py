@@ -1,13 +1,22 @@
-"""The controller's decisions and the images it publishes, for a cluster it alone governs.
+"""The controller's decisions, written as metadata records and replayed into the images it publishes.
 
 Theory of operation
 -------------------
-In KRaft every change to the cluster is decided by the active controller and published as a new
+In KRaft every change to the cluster is decided by the active controller, appended to the
+metadata log ``__cluster_metadata`` as records, and replayed by every node into a new
 :class:`~kafkalab.metadata.image.MetadataImage`; brokers act on the image (become leader, become
 follower, create or delete logs). :class:`LocalController` makes those decisions -- topic ids,
-replica placement, partition leaders and ISRs (through :mod:`.partition_change`) -- and publishes
-each new image synchronously to its subscribers, the replica managers. It is the controller of a
-one-process cluster; the KRaft quorum replicates the same decisions through the metadata log.
+replica placement, partition leaders and ISRs (through :mod:`.partition_change`), fencing,
+producer id blocks, leader elections -- and for each one:
+
+1. writes the records Kafka's controller writes for it (:mod:`.record_builders`);
+2. appends them as one batch to its :class:`~kafkalab.metadata.record_log.RecordLog` (a list in
+   the simulation, ``<data-dir>/__cluster_metadata-0`` for a single node);
+3. replays them (:func:`kafkalab.metadata.delta.replay`) -- the image is never edited directly,
+   so a node replaying the same log builds the same image;
+4. publishes the image synchronously to its subscribers, the replica managers.
+
+It is the controller of a one-process cluster; the KRaft quorum replicates the same records.
 
 Placement stripes a new topic's partitions over the sorted live brokers: partition ``p`` starts
 at broker ``(start + p) mod n`` and its other replicas follow in order, with ``start`` drawn from
