@@ -57,7 +57,7 @@ class TopicRegistry:
                 counts[topic] = max(counts.get(topic, 0), partition + 1)
         for topic, count in sorted(counts.items()):
             topic_id = log_store.topic_id(topic, 0) or self.controller.new_topic_id()
-            self.controller.restore_topic(topic, topic_id, count)
+            self.controller.restore_topic(topic, topic_id, count, self.replica_manager.broker_id)
 
     def names(self) -> list[str]:
         return sorted(self.controller.image.topics)

@@ -178,13 +178,12 @@ class LocalController:
 
     # --- topics --------------------------------------------------------------------------------
 
-    def restore_topic(self, name: str, topic_id: uuid.UUID, partition_count: int) -> None:
+    def restore_topic(self, name: str, topic_id: uuid.UUID, partition_count: int, broker_id: int) -> None:
         """Adopt a topic found on disk (a data directory from before the controller kept
-        records), led by the only broker; published with the next change or :meth:`publish`.
-        A topic the metadata log already holds is left as the log says."""
+        records), led by ``broker_id``, the node that holds it; published with the next change
+        or :meth:`publish`. A topic the metadata log already holds is left as the log says."""
         if name in self.image.topics:
             return
-        (broker_id,) = self.image.brokers  # only a one-broker cluster can adopt local logs
         partitions = {p: PartitionRegistration((broker_id,), (broker_id,), broker_id) for p in range(partition_count)}
         self._commit(builders.new_topic(TopicImage(name, topic_id, partitions)), publish=False)
 

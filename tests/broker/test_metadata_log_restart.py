@@ -91,3 +91,18 @@ def test_producer_ids_come_in_controller_blocks_that_survive_restarts(tmp_path):
         '{"type":"PRODUCER_IDS_RECORD","version":0,"data":{"brokerId":0,"brokerEpoch":0,"nextProducerId":1000}}',
         '{"type":"PRODUCER_IDS_RECORD","version":0,"data":{"brokerId":0,"brokerEpoch":0,"nextProducerId":2000}}']
     h.close()
+
+
+def test_dump_log_prints_a_snapshot(tmp_path, capsys):
+    from kafkalab.tools.cli import main
+
+    h = Harness(tmp_path, properties={"metadata.log.max.record.bytes.between.snapshots": "50"})
+    h.create_topic("a", 1)
+    h.close()
+    newest = latest_snapshot(tmp_path / "__cluster_metadata-0")
+    assert main(["dump-log", "--files", str(newest), "--cluster-metadata-decoder"]) == 0
+    out = capsys.readouterr().out
+    assert ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":' in out
+    assert ' SnapshotFooter {"version":0}' in out
+    assert '"type":"TOPIC_RECORD","version":0,"data":{"name":"a"' in out
+    assert "isControl: true" in out
