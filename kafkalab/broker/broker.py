@@ -50,6 +50,7 @@ from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
+from kafkalab.broker.handlers import describe_cluster, elect_leaders
 from kafkalab.broker.handlers.consumer_groups import CONSUMER_GROUP_HANDLERS
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
@@ -63,6 +64,7 @@ from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.topics import TopicRegistry
 from kafkalab.config import DynamicConfigStore
 from kafkalab.config.resolve import broker_value
+from kafkalab.broker.local_metadata import open_local_controller
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
@@ -117,7 +119,9 @@ class Broker:
             settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
             on_high_watermark_moved=self._high_watermark_moved)
         if controller is None:  # a lone broker is its own cluster, and adopts its directories
-            self.controller = LocalController([registration], rng)
+            self.controller = open_local_controller(
+                log_store, registration, rng, clock_ms or (lambda: 0), _broker_int(
+                    config_store, str(settings.node_id), "metadata.log.max.record.bytes.between.snapshots"))
             self.topics = TopicRegistry(self.controller, self.replica_manager)
             self.topics.restore(log_store)
             self._unsubscribe = self.controller.subscribe(self._apply_image)
@@ -262,7 +266,7 @@ class Broker:
         log = BrokerCoordinatorLog(self, txn_settings.state_partitions, _broker_int(
             self.config_store, node, "transaction.state.log.segment.bytes"), topic=TRANSACTION_STATE_TOPIC)
         return TransactionCoordinator(txn_settings, log, InProcessMarkerChannel(self, clock_ms),
-                                      lambda: producer_id.next_producer_id(self, clock_ms()),
+                                      lambda: producer_id.next_producer_id(self),
                                       Scheduler(self.timer), clock_ms, owns_partition=self._leads_transaction_state)
 
     def _leads_transaction_state(self, partition: int) -> bool:
@@ -324,6 +328,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
     ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
     ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
+    ApiKey.ELECT_LEADERS: elect_leaders.handle_elect_leaders,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle_describe_cluster,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
     **GROUP_HANDLERS,

@@ -28,13 +28,15 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 from kafkalab.clock import Clock
+from kafkalab.errors import LogDirFailureError
 from kafkalab.metadata.image import MetadataImage
 from kafkalab.config import DynamicConfigStore
 from kafkalab.config.store import to_log_config
 from kafkalab.storage import Log, checkpoints, partition_metadata
 from kafkalab.storage.log import Scheduler
 from kafkalab.storage.log_dir_failure import io_errors_offline
-from kafkalab.storage.log_manager import LogManager
+from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.log_manager import KRAFT_METADATA_TOPIC, LogManager
 
 
 class StorageLogStore:
@@ -59,6 +61,7 @@ class StorageLogStore:
         )
         for log in self.manager.logs.values():
             config_store.attach_log(log)
+        self.metadata_log: Log | None = None
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -141,7 +144,28 @@ class StorageLogStore:
             log.flush()
         self.manager.checkpoint()
 
+    def open_metadata_log(self) -> Log:
+        """KRaft's ``__cluster_metadata-0`` in the data directory (Kafka's default
+        ``metadata.log.dir``), opened beside the partition logs, never among them."""
+        if self.metadata_log is None:
+            directory = self.data_dir / f"{KRAFT_METADATA_TOPIC}-0"
+            directory.mkdir(exist_ok=True)
+            self.metadata_log = Log.open(directory, LogConfig(), self.manager.clock, rng=random.Random(0))
+        return self.metadata_log
+
     def close(self, offline_dirs: Collection[str] = ()) -> None:
         """Flush, checkpoint, release every file and leave the clean-shutdown marker, writing
         nothing to a directory in ``offline_dirs``."""
+        metadata_log, self.metadata_log = self.metadata_log, None
+        failure: LogDirFailureError | None = None
+        if metadata_log is not None and str(self.data_dir) not in offline_dirs:
+            try:
+                with io_errors_offline(self.data_dir, "Error while closing the metadata log"):
+                    metadata_log.close()
+            except LogDirFailureError as error:
+                failure = error
+        if metadata_log is not None:
+            metadata_log.close_handlers()  # idempotent after close()
         self.manager.shutdown(offline_dirs)
+        if failure is not None:
+            raise failure

@@ -8,9 +8,10 @@ image; the replica manager follows it, creating or deleting logs. So after ``cre
 3)`` returns, ``log("orders", 2)`` is a log on disk and this broker leads it (it is the only
 broker; a bigger cluster spreads leaders, and ``log`` still returns the local replica).
 
-A data directory written before the controller existed is adopted at start-up: every
-``<topic>-<partition>`` directory found is restored into the image with its ``partition.metadata``
-topic id (a Kafka data dir's ``__cluster_metadata-0``, KRaft's own log, is not a topic).
+At start-up the image comes from replaying the node's metadata log
+(:mod:`kafkalab.broker.local_metadata`); a ``<topic>-<partition>`` directory the log does not
+know (a data directory from before kafkalab kept metadata records) is adopted into the image with
+its ``partition.metadata`` topic id. ``__cluster_metadata-0``, KRaft's own log, is not a topic.
 
 Topic names follow Kafka's ``Topic.validate``: ``orders.v2`` is valid; ``orders v2`` and a
 250-character name are refused with INVALID_TOPIC_EXCEPTION (17).
@@ -30,8 +31,8 @@ from kafkalab.controller.local import (
     validate_topic_name,
 )
 from kafkalab.replication.replica_manager import HostedPartition, ReplicaManager
+from kafkalab.storage.log_manager import KRAFT_METADATA_TOPIC
 
-KRAFT_METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log in a Kafka data dir, not a topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ class TopicRegistry:
                 counts[topic] = max(counts.get(topic, 0), partition + 1)
         for topic, count in sorted(counts.items()):
             topic_id = log_store.topic_id(topic, 0) or self.controller.new_topic_id()
-            self.controller.restore_topic(topic, topic_id, count)
+            self.controller.restore_topic(topic, topic_id, count, self.replica_manager.broker_id)
 
     def names(self) -> list[str]:
         return sorted(self.controller.image.topics)

@@ -182,6 +182,7 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("auto.leader.rebalance.enable", B, True, "Move leadership back to the preferred replica in the background."),
     ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "How often the controller checks leader balance.", at_least(1)),
     ConfigKey("leader.imbalance.per.broker.percentage", I, 10, "Leader imbalance per broker that triggers a rebalance.", at_least(0)),
+    ConfigKey("metadata.log.max.record.bytes.between.snapshots", L, 20971520, "Metadata log bytes appended before the controller writes a new snapshot.", at_least(1)),
     # --- consumer groups and __consumer_offsets -----------------------------------------------
     ConfigKey("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets; do not change after it exists.", at_least(1)),
     ConfigKey("offsets.topic.replication.factor", S, 3, "Replication factor of __consumer_offsets.", at_least(1)),

@@ -1,13 +1,22 @@
-"""The controller's decisions and the images it publishes, for a cluster it alone governs.
+"""The controller's decisions, written as metadata records and replayed into the images it publishes.
 
 Theory of operation
 -------------------
-In KRaft every change to the cluster is decided by the active controller and published as a new
+In KRaft every change to the cluster is decided by the active controller, appended to the
+metadata log ``__cluster_metadata`` as records, and replayed by every node into a new
 :class:`~kafkalab.metadata.image.MetadataImage`; brokers act on the image (become leader, become
 follower, create or delete logs). :class:`LocalController` makes those decisions -- topic ids,
-replica placement, partition leaders and ISRs (through :mod:`.partition_change`) -- and publishes
-each new image synchronously to its subscribers, the replica managers. It is the controller of a
-one-process cluster; the KRaft quorum replicates the same decisions through the metadata log.
+replica placement, partition leaders and ISRs (through :mod:`.partition_change`), fencing,
+producer id blocks, leader elections -- and for each one:
+
+1. writes the records Kafka's controller writes for it (:mod:`.record_builders`);
+2. appends them as one batch to its :class:`~kafkalab.metadata.record_log.RecordLog` (a list in
+   the simulation, ``<data-dir>/__cluster_metadata-0`` for a single node);
+3. replays them (:func:`kafkalab.metadata.delta.replay`) -- the image is never edited directly,
+   so a node replaying the same log builds the same image;
+4. publishes the image synchronously to its subscribers, the replica managers.
+
+It is the controller of a one-process cluster; the KRaft quorum replicates the same records.
 
 Placement stripes a new topic's partitions over the sorted live brokers: partition ``p`` starts
 at broker ``(start + p) mod n`` and its other replicas follow in order, with ``start`` drawn from
@@ -29,10 +38,18 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
-from kafkalab.controller.partition_change import change_partition, fence_broker, validate_alter_partition
+from kafkalab.controller import record_builders as builders
+from kafkalab.controller.partition_change import Election, change_partition, fence_broker, validate_alter_partition
+from kafkalab.controller.record_builders import Change
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.metadata import records as r
+from kafkalab.metadata.delta import replay
 from kafkalab.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
+from kafkalab.metadata.record_log import SOLE_VOTER_EPOCH, MemoryRecordLog, RecordLog
+from kafkalab.metadata.records import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, encode_record
+from kafkalab.metadata.snapshot import SnapshotPolicy
 
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
 PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
@@ -68,15 +85,30 @@ def check_partition_count(partition_count: int) -> None:
 
 
 ImageListener = Callable[[MetadataImage], None]
+ElectionResult = tuple[str, int, ErrorCode, str | None]  # (topic, partition, error, message)
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
 
 class LocalController:
-    """Decides and publishes cluster metadata. Not thread-safe; owned by one process."""
+    """Decides, writes records, replays them and publishes the image. Not thread-safe; owned by
+    one process. ``image`` is where a restarted node's log replay left off (empty: a new cluster)."""
 
-    def __init__(self, brokers: Sequence[BrokerRegistration], rng: random.Random) -> None:
+    def __init__(
+        self, brokers: Sequence[BrokerRegistration], rng: random.Random, log: RecordLog | None = None,
+        image: MetadataImage | None = None, clock_ms: Callable[[], int] = lambda: 0,
+        snapshots: SnapshotPolicy | None = None,
+    ) -> None:
         self._rng = rng
-        self.image = MetadataImage(brokers={b.broker_id: b for b in brokers})
+        self.log: RecordLog = MemoryRecordLog() if log is None else log
+        self.snapshots = snapshots
+        self._clock_ms = clock_ms
+        self.image = MetadataImage() if image is None else image
         self._listeners: list[ImageListener] = []
+        if METADATA_VERSION_FEATURE not in self.image.features:  # bootstrap, as bootstrap.checkpoint
+            self._commit([r.FEATURE_LEVEL_RECORD.cls(name=METADATA_VERSION_FEATURE,
+                                                     feature_level=METADATA_VERSION_LEVEL)], publish=False)
+        for broker in brokers:
+            self._commit(builders.register_broker(broker), publish=False)
 
     def subscribe(self, listener: ImageListener) -> Callable[[], None]:
         """Receive every image published from now on (call :meth:`publish` to send the current);
@@ -84,11 +116,24 @@ class LocalController:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
-    def publish(self, image: MetadataImage | None = None) -> None:
-        if image is not None:
-            self.image = replace(image, offset=self.image.offset + 1)
+    def publish(self) -> None:
+        """Send the current image to every subscriber."""
         for listener in self._listeners:
             listener(self.image)
+
+    def _commit(self, records: Sequence[Any], publish: bool = True) -> None:
+        """Append a decision's records as one batch, replay them into the next image (Kafka's
+        ``QuorumController`` replays what it appends), and publish it."""
+        if not records:
+            return
+        values = [encode_record(record) for record in records]
+        now_ms = self._clock_ms()
+        last_offset = self.log.append(values, now_ms)
+        self.image = replay(self.image, records, last_offset)
+        if self.snapshots is not None:
+            self.snapshots.appended(sum(map(len, values)), self.image, SOLE_VOTER_EPOCH, now_ms)
+        if publish:
+            self.publish()
 
     def register_broker(self, broker: BrokerRegistration) -> None:
         """A broker joins or rejoins (BrokerRegistration), unfenced. A registration of a broker
@@ -99,23 +144,29 @@ class LocalController:
         known = self.image.brokers.get(broker.broker_id)
         if known is not None and not known.fenced:
             self.fence_broker(broker.broker_id)
-        brokers = {**self.image.brokers, broker.broker_id: broker}
-        image = replace(self.image, brokers=brokers)
-        self.publish(self._reelect(image, lambda r: r in brokers and not brokers[r].fenced))
+        records = builders.register_broker(broker)
+        brokers = {**self.image.brokers, broker.broker_id: replace(broker, fenced=False)}
+        records += builders.partition_changes(self.image, self._reelect(
+            self.image, lambda b: b in brokers and not brokers[b].fenced))
+        self._commit(records)
 
     def fence_broker(self, broker_id: int, unclean_enabled: Callable[[str], bool] = lambda topic: False) -> None:
         """Kafka's ``handleBrokerFenced``, after ``broker.session.timeout.ms`` without a
-        heartbeat: the broker leaves every ISR and its partitions elect other leaders."""
+        heartbeat: the broker leaves every ISR and its partitions elect other leaders; then the
+        registration change (BrokerRegistrationChangeRecord, fenced 1)."""
         broker = self.image.brokers.get(broker_id)
         if broker is None or broker.fenced:
             return
-        brokers = {**self.image.brokers, broker_id: replace(broker, fenced=True)}
+        brokers = self.image.brokers
         partitions = [(t.name, i, p) for t in self.image.topics.values() for i, p in t.partitions.items()]
-        changes = fence_broker(partitions, broker_id, lambda r: r in brokers and not brokers[r].fenced,
+        changes = fence_broker(partitions, broker_id, lambda b: b in brokers and not brokers[b].fenced,
                                unclean_enabled)
-        self.publish(_with_partitions(replace(self.image, brokers=brokers), changes))
+        records = builders.partition_changes(self.image, changes)
+        records.append(r.BROKER_REGISTRATION_CHANGE_RECORD.cls(
+            broker_id=broker_id, broker_epoch=broker.broker_epoch, fenced=r.FENCE))
+        self._commit(records)
 
-    def _reelect(self, image: MetadataImage, acceptable: Callable[[int], bool]) -> MetadataImage:
+    def _reelect(self, image: MetadataImage, acceptable: Callable[[int], bool]) -> list[Change]:
         changes = []
         for topic in image.topics.values():
             for index, registration in topic.partitions.items():
@@ -123,16 +174,18 @@ class LocalController:
                     changed = change_partition(registration, registration.isr, acceptable)
                     if changed is not None:
                         changes.append((topic.name, index, changed))
-        return _with_partitions(image, changes)
+        return changes
 
     # --- topics --------------------------------------------------------------------------------
 
-    def restore_topic(self, name: str, topic_id: uuid.UUID, partition_count: int) -> None:
+    def restore_topic(self, name: str, topic_id: uuid.UUID, partition_count: int, broker_id: int) -> None:
         """Adopt a topic found on disk (a data directory from before the controller kept
-        records), led by the only broker; published with the next change or :meth:`publish`."""
-        (broker_id,) = self.image.brokers  # only a one-broker cluster can adopt local logs
+        records), led by ``broker_id``, the node that holds it; published with the next change
+        or :meth:`publish`. A topic the metadata log already holds is left as the log says."""
+        if name in self.image.topics:
+            return
         partitions = {p: PartitionRegistration((broker_id,), (broker_id,), broker_id) for p in range(partition_count)}
-        self.image = replace(self.image, topics={**self.image.topics, name: TopicImage(name, topic_id, partitions)})
+        self._commit(builders.new_topic(TopicImage(name, topic_id, partitions)), publish=False)
 
     def create_topic(self, name: str, partition_count: int, replication_factor: int) -> TopicImage:
         validate_topic_name(name)
@@ -140,9 +193,9 @@ class LocalController:
             raise TopicError(f"Topic '{name}' already exists.", error_code=ErrorCode.TOPIC_ALREADY_EXISTS)
         check_partition_count(partition_count)
         topic_id = self.new_topic_id()
-        topic = TopicImage(name, topic_id, self._place(range(partition_count), replication_factor))
-        self.publish(replace(self.image, topics={**self.image.topics, name: topic}))
-        return topic
+        self._commit(builders.new_topic(
+            TopicImage(name, topic_id, self._place(range(partition_count), replication_factor))))
+        return self.image.topics[name]
 
     def new_topic_id(self) -> uuid.UUID:
         """A random (version 4) topic id from the injected generator."""
@@ -158,13 +211,12 @@ class LocalController:
         check_partition_count(partition_count)
         replication_factor = len(topic.partitions[0].replicas)
         added = self._place(range(current, partition_count), replication_factor)
-        grown = replace(topic, partitions={**topic.partitions, **added})
-        self.publish(replace(self.image, topics={**self.image.topics, name: grown}))
-        return grown
+        self._commit([builders.partition_record(topic.topic_id, index, p) for index, p in added.items()])
+        return self.image.topics[name]
 
     def delete_topic(self, name: str) -> None:
-        self._topic(name)
-        self.publish(replace(self.image, topics={k: v for k, v in self.image.topics.items() if k != name}))
+        topic = self._topic(name)
+        self._commit([r.REMOVE_TOPIC_RECORD.cls(topic_id=topic.topic_id)])
 
     def _topic(self, name: str) -> TopicImage:
         topic = self.image.topics.get(name)
@@ -207,22 +259,62 @@ class LocalController:
         changed = change_partition(current, [b for b, _ in new_isr], acceptable)
         if changed is None:
             return ErrorCode.NONE, current
-        topic_image = self.image.topics[topic]
-        updated = replace(topic_image, partitions={**topic_image.partitions, partition: changed})
-        self.publish(replace(self.image, topics={**self.image.topics, topic: updated}))
-        return ErrorCode.NONE, changed
+        self._commit(builders.partition_changes(self.image, [(topic, partition, changed)]))
+        return ErrorCode.NONE, self.image.partition(topic, partition)
 
+    # --- leader elections ----------------------------------------------------------------------
 
-def _with_partitions(
-    image: MetadataImage, changes: Sequence[tuple[str, int, PartitionRegistration]],
-) -> MetadataImage:
-    topics = dict(image.topics)
-    for name, index, registration in changes:
-        topics[name] = replace(topics[name], partitions={**topics[name].partitions, index: registration})
-    return replace(image, topics=topics)
+    def elect_leaders(
+        self, election: Election, partitions: Sequence[tuple[str, int]] | None,
+    ) -> list[ElectionResult]:
+        """Kafka's ``electLeaders`` (ElectLeaders, ``kafkalab leader-election``): PREFERRED moves
+        leadership to the first assigned replica if it is alive and in sync; UNCLEAN elects a
+        leader for a leaderless partition, out of sync if need be. ``None`` asks for every
+        partition, and then those already led as asked are left out of the answer. All the
+        changes are one batch of PartitionChangeRecords."""
+        wanted = partitions if partitions is not None else [
+            (name, index) for name, topic in sorted(self.image.topics.items()) for index in sorted(topic.partitions)]
+        changes: dict[tuple[str, int], Change] = {}
+        results: list[ElectionResult] = []
+        for topic, index in wanted:
+            error, message, changed = self._elect_one(topic, index, election)
+            if changed is not None and (topic, index) not in changes:
+                changes[(topic, index)] = (topic, index, changed)
+            if partitions is not None or error != ErrorCode.ELECTION_NOT_NEEDED:
+                results.append((topic, index, error, message))
+        self._commit(builders.partition_changes(self.image, list(changes.values())))
+        return results
+
+    def _elect_one(self, topic: str, index: int, election: Election) -> tuple[ErrorCode, str | None, PartitionRegistration | None]:
+        registration = self.image.partition(topic, index)
+        if registration is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}", None
+        preferred = registration.replicas[0] if registration.replicas else NO_LEADER
+        if (election is Election.PREFERRED and registration.leader == preferred) or (
+                election is Election.UNCLEAN and registration.leader != NO_LEADER):
+            return ErrorCode.ELECTION_NOT_NEEDED, None, None
+        brokers = self.image.brokers
+        changed = change_partition(registration, registration.isr,
+                                   lambda b: b in brokers and not brokers[b].fenced, election)
+        if changed is None:
+            unavailable = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election is Election.PREFERRED
+                           else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
+            return unavailable, None, None
+        return ErrorCode.NONE, None, changed
+
+    # --- producer ids --------------------------------------------------------------------------
+
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
+        """Kafka's AllocateProducerIds: the next block of ids for a broker's InitProducerId,
+        written as a ProducerIdsRecord so no id is handed out twice, across restarts too."""
+        first = self.image.next_producer_id
+        self._commit([r.PRODUCER_IDS_RECORD.cls(broker_id=broker_id, broker_epoch=broker_epoch,
+                                                next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)])
+        return range(first, first + PRODUCER_ID_BLOCK_SIZE)
 
 
 __all__ = [
-    "PARTITIONS_MAX", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController", "TopicError",
+    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "ElectionResult", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
+    "TopicError",
     "check_partition_count", "validate_topic_name",
 ]

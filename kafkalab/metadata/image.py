@@ -24,7 +24,8 @@ behind; leader 1 proposes ISR [1, 2] at partition epoch 7 and the controller pub
 
 The leader epoch stays 4 (same leader), the partition epoch moves to 8.
 
-Images are frozen values: a new image is a new object, so a reader holding the old one never
+Images are built only by replaying records (:mod:`kafkalab.metadata.delta`). They are frozen
+values: a new image is a new object, so a reader holding the old one never
 sees half an update.
 """
 
@@ -78,6 +79,7 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = False
     in_controlled_shutdown: bool = False
+    incarnation_id: uuid.UUID = uuid.UUID(int=0)  # a new one each time the broker process starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,9 @@ class MetadataImage:
     offset: int = -1  # the last metadata record this image includes
     brokers: Mapping[int, BrokerRegistration] = field(default_factory=dict)
     topics: Mapping[str, TopicImage] = field(default_factory=dict)
+    features: Mapping[str, int] = field(default_factory=dict)  # finalized levels: metadata.version
+    configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=dict)  # (type, name)
+    next_producer_id: int = 0  # the first id of the next block the controller hands out
 
     def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
         image = self.topics.get(topic)

@@ -36,6 +36,9 @@ from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.log_dir_failure import io_errors_offline
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+# KRaft's own log (KafkaRaftServer.MetadataTopic): the Raft layer owns it, not the log manager,
+# which skips its directory as Kafka's LogManager.loadLogs does.
+KRAFT_METADATA_TOPIC = "__cluster_metadata"
 DELETE_DIR_SUFFIX = "-delete"
 
 
@@ -90,6 +93,8 @@ class LogManager:
                 shutil.rmtree(child, ignore_errors=True)  # a deletion that never finished
                 continue
             topic, partition = parse_partition_dir(child)
+            if topic == KRAFT_METADATA_TOPIC:
+                continue
             key = (topic, partition)
             if key in self._logs:
                 raise StorageError(f"duplicate log directories for {topic}-{partition}: {child}")

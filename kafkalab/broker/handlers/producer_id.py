@@ -1,17 +1,18 @@
 """InitProducerId: hand out producer ids to idempotent producers.
 
 Ids must never repeat, even across restarts, or a future sequence check could mistake a new
-producer's batch for an old one's duplicate. Kafka allocates blocks of ids through the
-controller; a single kafkalab broker derives them from the clock instead: the first id is
-``start_ms * 1024`` and each allocation takes the next, so a restart at a later millisecond starts
-above every id handed out before (at fewer than 1024 allocations per millisecond of uptime).
+producer's batch for an old one's duplicate. As in Kafka, the broker draws ids from blocks of
+1000 that the controller allocates (AllocateProducerIds, KIP-730): each block is a
+ProducerIdsRecord in the metadata log, so a restarted node replays it and starts past it. The
+first block of a new cluster is 0-999, the next 1000-1999, whichever broker asks.
 A request with a transactional id goes to the transaction coordinator
 (:meth:`kafkalab.txn.coordinator.TransactionCoordinator.init_producer_id`), which takes its new
-producer ids from the same allocator.
+producer ids from the same allocator (:func:`next_producer_id`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.request import Request
@@ -21,17 +22,22 @@ from kafkalab.protocol.messages.init_producer_id import INIT_PRODUCER_ID_RESPONS
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
 
-IDS_PER_MS = 1024
-
 
 class ProducerIdAllocator:
-    """Monotonic producer ids. Not thread-safe; owned by the broker."""
+    """Producer ids from the controller's blocks (Kafka's ``RPCProducerIdManager``), asking for
+    the next block when one runs out. Not thread-safe; owned by the broker."""
 
-    def __init__(self, start_ms: int) -> None:
-        self._next_id = start_ms * IDS_PER_MS
+    def __init__(self, next_block: Callable[[], range]) -> None:
+        self._next_block = next_block
+        self._block = range(0)
+        self._index = 0
 
     def allocate(self) -> int:
-        producer_id, self._next_id = self._next_id, self._next_id + 1
+        if self._index >= len(self._block):
+            self._block, self._index = self._next_block(), 0
+            assert len(self._block) > 0, "the controller allocates non-empty blocks"
+        producer_id = self._block[self._index]
+        self._index += 1
         return producer_id
 
 
@@ -39,6 +45,16 @@ def next_producer_id(broker: Broker, now_ms: int) -> int:
     """A producer id never handed out before (the allocator is made on first use)."""
     if broker.producer_ids is None:
         broker.producer_ids = ProducerIdAllocator(now_ms)
+    return broker.producer_ids.allocate()
+
+
+def next_producer_id(broker: Broker) -> int:
+    """A producer id never handed out before, from this broker's current block (the allocator
+    is made on first use)."""
+    if broker.producer_ids is None:
+        node_id = broker.settings.node_id
+        broker.producer_ids = ProducerIdAllocator(lambda: broker.controller.allocate_producer_ids(
+            node_id, broker.controller.image.brokers[node_id].broker_epoch))
     return broker.producer_ids.allocate()
 
 
@@ -54,4 +70,4 @@ def handle_init_producer_id(broker: Broker, request: Request) -> Any:
         return R(error_code=result.error_code, producer_id=result.producer_id, producer_epoch=result.producer_epoch)
     if body.producer_id >= 0:  # v3+: an existing producer bumps its epoch
         return R(error_code=0, producer_id=body.producer_id, producer_epoch=min(body.producer_epoch + 1, 32767))
-    return R(error_code=0, producer_id=next_producer_id(broker, request.now_ms), producer_epoch=0)
+    return R(error_code=0, producer_id=next_producer_id(broker), producer_epoch=0)

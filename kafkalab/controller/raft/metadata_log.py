@@ -33,17 +33,18 @@ from typing import Protocol
 
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError
-from kafkalab.records.control import ControlRecordType, control_key
+from kafkalab.records.control import ControlRecordType
+from kafkalab.records.kraft_control import CONTROL_MESSAGE_VERSION, LEADER_CHANGE_MESSAGE, control_batch
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
 from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.log import Log
 from kafkalab.storage.log_config import LogConfig
+from kafkalab.storage.log_manager import KRAFT_METADATA_TOPIC
 
-METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC = KRAFT_METADATA_TOPIC
 METADATA_PARTITION = 0
 METADATA_DIR_NAME = f"{METADATA_TOPIC}-{METADATA_PARTITION}"
-LEADER_CHANGE_VERSION = 0  # LeaderChangeMessage v0 (static voters)
 
 
 class RaftLog(Protocol):
@@ -156,19 +157,15 @@ def data_batch(values: Sequence[bytes], now_ms: int) -> bytes:
 
 
 def leader_change_value(leader_id: int, voters: Sequence[int], granting_voters: Sequence[int]) -> bytes:
-    """LeaderChangeMessage v0, flexible encoding (clients/.../LeaderChangeMessage.json)::
+    """LeaderChangeMessage v0 (clients/.../LeaderChangeMessage.json), flexible::
 
         Version int16 | LeaderId int32 | Voters compact[] {VoterId int32, tags} |
         GrantingVoters compact[] {VoterId int32, tags} | tags"""
-    out = bytearray(LEADER_CHANGE_VERSION.to_bytes(2, "big", signed=True))
-    out += leader_id.to_bytes(4, "big", signed=True)
-    for group in (voters, granting_voters):
-        assert len(group) < 127, "a one-byte compact length covers any realistic voter set"
-        out.append(len(group) + 1)
-        for voter in group:
-            out += voter.to_bytes(4, "big", signed=True) + b"\x00"
-    out.append(0)
-    return bytes(out)
+    cls = LEADER_CHANGE_MESSAGE.cls
+    value = cls(Version=CONTROL_MESSAGE_VERSION, LeaderId=leader_id,
+                Voters=tuple(cls.Voter(VoterId=v) for v in voters),
+                GrantingVoters=tuple(cls.Voter(VoterId=v) for v in granting_voters))
+    return LEADER_CHANGE_MESSAGE.encode(value, CONTROL_MESSAGE_VERSION)
 
 
 def leader_change_batch(
@@ -176,9 +173,8 @@ def leader_change_batch(
 ) -> bytes:
     """The control batch a new leader writes first in its epoch (Kafka's
     ``MemoryRecords.withLeaderChangeMessage``)."""
-    record = Record(0, now_ms, control_key(ControlRecordType.LEADER_CHANGE),
-                    leader_change_value(leader_id, voters, granting_voters))
-    return build_v2_batch([record], is_control=True)
+    return control_batch(ControlRecordType.LEADER_CHANGE,
+                         leader_change_value(leader_id, voters, granting_voters), now_ms)
 
 
 __all__ = [

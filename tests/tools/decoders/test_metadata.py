@@ -189,7 +189,7 @@ def test_partition_change_record_prints_only_tagged_fields_that_were_sent() -> N
     (17, 1, struct.pack(">iq", 2, 9) + b"\x01\x00\x01\xff",
      '{"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":1,"data":{"brokerId":2,"brokerEpoch":9,"fenced":-1}}'),
     (21, 0, b"\x03\x00", '{"type":"ZK_MIGRATION_STATE_RECORD","version":0,"data":{"zkMigrationState":3}}'),
-    (22, 0, b"\x01\x00\x04\x04abc", '{"type":"BEGIN_TRANSACTION_RECORD","version":0,"data":{"name":"abc"}}'),
+    (23, 0, b"\x01\x00\x04\x04abc", '{"type":"BEGIN_TRANSACTION_RECORD","version":0,"data":{"name":"abc"}}'),
     (24, 0, b"\x00", '{"type":"END_TRANSACTION_RECORD","version":0,"data":{}}'),
 ])
 def test_small_records(api_key: int, version: int, body: bytes, expected: str) -> None:
