@@ -41,13 +41,6 @@ class ProducerIdAllocator:
         return producer_id
 
 
-def next_producer_id(broker: Broker, now_ms: int) -> int:
-    """A producer id never handed out before (the allocator is made on first use)."""
-    if broker.producer_ids is None:
-        broker.producer_ids = ProducerIdAllocator(now_ms)
-    return broker.producer_ids.allocate()
-
-
 def next_producer_id(broker: Broker) -> int:
     """A producer id never handed out before, from this broker's current block (the allocator
     is made on first use)."""
