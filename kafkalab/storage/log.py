@@ -311,9 +311,11 @@ class Log:
         if offset < self.log_start_offset or offset > self._next_offset:
             self._check_offset(offset)
         segments = self._segments
-        slot = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
+        slot = bisect.bisect_right(self._base_offsets, offset) - 1
+        if slot < 0:
+            slot = 0
         listeners = self._listeners
-        for position in range(slot, len(segments)):
+        for position in range(slot, len(segments)):  # usually one step: the floor segment
             segment = segments[position]
             if listeners:
                 ev.emit(listeners, ev.LookupStep("segment", offset, segment.base_offset))

@@ -16,6 +16,7 @@ All public methods speak absolute offsets; relative offsets stay inside this fil
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -23,12 +24,10 @@ from typing import ClassVar
 import numpy as np
 
 from kafkalab.errors import CorruptIndexError, InvalidRecordError, StorageError
-from kafkalab.storage import index_search
 from kafkalab.storage.index_file import IndexFile
 
 ENTRY = struct.Struct(">ii")
 RELATIVE_OFFSET_MAX = 2**31 - 1  # relative offsets are stored as int32
-WARM_ENTRIES = index_search.warm_entries(8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +44,7 @@ class OffsetIndex(IndexFile):
     ENTRY_SIZE: ClassVar[int] = ENTRY.size  # 8
     ENTRY: ClassVar[struct.Struct] = ENTRY
     DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i4"), ("value", ">i4")])  # the same, for numpy
+    KEY_TYPECODE: ClassVar[str] = "i"  # relative offsets are int32
     KIND: ClassVar[str] = "offset index"
 
     @property
@@ -92,27 +92,13 @@ class OffsetIndex(IndexFile):
         "scan from the front of the segment"."""
         if slot < 0:
             return OffsetPosition(self.base_offset, 0)
-        return OffsetPosition(self.base_offset + int(self._keys[slot]), int(self._values[slot]))
+        return OffsetPosition(self.base_offset + self._keys[slot], self._values[slot])
 
     def floor_position(self, target_offset: int) -> int:
-        """Just the position of :meth:`lookup` (0 when no entry is <= the target).
-
-        The hot path of every fetch: :func:`index_search.floor_slot` inlined, same warm/cold
-        choice, same numpy search inside the chosen section.
-        """
-        count = self._count
-        if count == 0:
-            return 0
-        keys = self._keys
-        target = target_offset - self.base_offset
-        first_hot = count - 1 - WARM_ENTRIES if count - 1 > WARM_ENTRIES else 0
-        if keys[first_hot] < target:
-            slot = first_hot + int(keys[first_hot:count].searchsorted(target, "right")) - 1
-        elif keys[0] > target:
-            return 0
-        else:
-            slot = int(keys[: first_hot + 1].searchsorted(target, "right")) - 1
-        return int(self._values[slot])
+        """Just the position of :meth:`lookup` (0 when no entry is <= the target): the hot
+        path of every fetch, one ``bisect`` over the in-memory keys."""
+        slot = bisect_right(self._keys, target_offset - self.base_offset) - 1
+        return self._values[slot] if slot >= 0 else 0
 
     def entry(self, slot: int) -> OffsetPosition:
         if not 0 <= slot < self._count:
@@ -121,8 +107,7 @@ class OffsetIndex(IndexFile):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset`` (``OffsetIndex.truncateTo``)."""
-        keep = int(np.searchsorted(self._keys[: self._count], offset - self.base_offset, side="left"))
-        self.truncate_to_entries(keep)
+        self.truncate_to_entries(bisect_left(self._keys, offset - self.base_offset))
 
     def sanity_check(self) -> None:
         """Kafka's checks plus ordering: raises :class:`CorruptIndexError` when they fail."""

@@ -81,6 +81,11 @@ class EntryPosition(NamedTuple):
     max_timestamp: int
 
 
+# An EntryPosition from a ready tuple of its fields, skipping the generated keyword-handling
+# ``__new__`` (as records.header._new_header does): the scan builds one per lookup.
+_new_entry = tuple.__new__
+
+
 @dataclass(frozen=True, slots=True)
 class FileSlice:
     """``size_bytes`` bytes of a segment file starting at ``position``.
@@ -314,7 +319,7 @@ class LogSegment:
         listeners = self.listeners
         if not listeners:
             position = self.offset_index.floor_position(offset)
-            return self.scan_for_offset(offset, max(position, start_position))
+            return self.scan_for_offset(offset, position if position > start_position else start_position)
 
         step = ev.LookupStep("", offset, self.base_offset)
         slot = self.offset_index.floor_slot(offset - self.base_offset, self._probe_reporter(step, "offset"))
@@ -341,14 +346,17 @@ class LogSegment:
         entry size and stops at the end of the file, so the loop is bounded.
         """
         end = self._size_bytes
-        view = self._view() if end else None
-        while end - position >= V2_PREFIX_SIZE and view is not None and view[position + MAGIC_OFFSET] == 2:
-            base_offset, size, _m, delta, max_ts = V2_PREFIX.unpack_from(view, position)
+        view = self._map
+        if view is None or self._map_bytes < end:
+            view = self._view() if end else None
+        unpack = V2_PREFIX.unpack_from
+        while end - position >= V2_PREFIX_SIZE and view is not None:
+            base_offset, size, magic, delta, max_ts = unpack(view, position)
             size_bytes = LOG_OVERHEAD + size
-            if size < V2_HEADER_SIZE - LOG_OVERHEAD or position + size_bytes > end:
-                break  # let _entry_tuple raise the typed error
+            if magic != 2 or size < V2_HEADER_SIZE - LOG_OVERHEAD or position + size_bytes > end:
+                break  # a legacy entry, or let _entry_tuple raise the typed error
             if base_offset + delta >= offset:
-                return EntryPosition(base_offset, base_offset + delta, position, size_bytes, max_ts)
+                return _new_entry(EntryPosition, (base_offset, base_offset + delta, position, size_bytes, max_ts))
             position += size_bytes
         found = self._entry_tuple(position)
         while found is not None:
