@@ -220,29 +220,50 @@ class LogSegment:
         """Write already-validated batches (``headers`` describe ``data``) and index them."""
         if not data:
             return
+        position = self._write(largest_offset, largest_timestamp, data)
+        for header in headers:
+            self._index_batch(header.last_offset, header.max_timestamp, position, header.size_bytes)
+            position += header.size_bytes
+
+    def append_batch(self, last_offset: int, max_timestamp: int, data: bytes | bytearray | memoryview) -> None:
+        """:meth:`append` for ``data`` holding exactly one validated batch (the common produce
+        request), without a header object: the same checks, write and index rule."""
+        size_bytes = len(data)
+        self._index_batch(last_offset, max_timestamp, self._write(last_offset, max_timestamp, data), size_bytes)
+
+    def _write(self, largest_offset: int, largest_timestamp: int, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` at the end of the file; return the position it starts at."""
+        position = self._size_bytes
+        if not (0 <= largest_offset - self.base_offset <= RELATIVE_OFFSET_MAX
+                and position + len(data) <= SEGMENT_FILE_BYTES_MAX):
+            self._reject_append(largest_offset, len(data))
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp
+        if self._max_timestamp_and_offset is None:
+            self._max_timestamp()  # before writing: the lazy load must not see new batches
+        written = os.pwrite(self._fd, data, position)
+        if written != len(data):
+            raise StorageError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        self._size_bytes = position + written
+        return position
+
+    def _reject_append(self, largest_offset: int, size_bytes: int) -> None:
         if not self.can_convert_to_relative_offset(largest_offset):
             raise InvalidRecordError(
                 f"offset {largest_offset} does not fit segment {self.log_path} "
                 f"(base offset {self.base_offset}, relative offsets up to {RELATIVE_OFFSET_MAX})"
             )
-        position = self._size_bytes
-        if position + len(data) > SEGMENT_FILE_BYTES_MAX:
-            raise StorageError(f"append of {len(data)} bytes would pass 2 GiB in {self.log_path}")
-        if position == 0:
-            self.rolling_based_timestamp = largest_timestamp
-        max_ts = self._max_timestamp()  # before writing: the lazy load must not see new batches
-        written = os.pwrite(self._fd, data, position)
-        if written != len(data):
-            raise StorageError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
-        self._size_bytes = position + written
-        for header in headers:
-            if header.max_timestamp > max_ts.timestamp:
-                max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
-                self._max_timestamp_and_offset = max_ts
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
-                self._add_index_entries(header.last_offset, position, max_ts)
-            position += header.size_bytes
-            self._bytes_since_last_index_entry += header.size_bytes
+        raise StorageError(f"append of {size_bytes} bytes would pass 2 GiB in {self.log_path}")
+
+    def _index_batch(self, last_offset: int, max_timestamp: int, position: int, size_bytes: int) -> None:
+        """Kafka's index rule for one appended batch at ``position`` (see the module docstring)."""
+        max_ts = self._max_timestamp_and_offset
+        assert max_ts is not None, "loaded by _write before the data went in"
+        if max_timestamp > max_ts.timestamp:
+            max_ts = self._max_timestamp_and_offset = TimestampOffset(max_timestamp, last_offset)
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self._add_index_entries(last_offset, position, max_ts)
+        self._bytes_since_last_index_entry += size_bytes
 
     def _add_index_entries(self, last_offset: int, position: int, max_ts: TimestampOffset) -> None:
         self.offset_index.append(last_offset, position)
