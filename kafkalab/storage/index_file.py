@@ -192,6 +192,22 @@ class IndexFile:
         self._last_key = key
         self._last_value = value
 
+    def _append_entries(self, keys: list[int], values: list[int]) -> None:
+        """Many entries at once: one write into the map, one extend per column. Callers have
+        checked their order and that they fit."""
+        count, added = self._count, len(keys)
+        assert count + added <= self._max_entries, f"append past the end of {self.KIND} {self.path}"
+        view = self._map
+        if view is None:
+            view = self._map = _writable_map(self._fd, self._length_bytes)
+        table = np.empty(added, dtype=self.DTYPE)
+        table["key"], table["value"] = keys, values
+        view[count * self.ENTRY_SIZE : (count + added) * self.ENTRY_SIZE] = table.tobytes()
+        self._keys.extend(keys)
+        self._values.extend(values)
+        self._count = count + added
+        self._remember_last()
+
     def key_at(self, slot: int) -> int:
         return self._keys[slot]
 

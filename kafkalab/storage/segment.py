@@ -225,6 +225,41 @@ class LogSegment:
             self._index_batch(header.last_offset, header.max_timestamp, position, header.size_bytes)
             position += header.size_bytes
 
+    def append_batches(self, data: bytes | bytearray | memoryview, last_offsets: list[int],
+                       max_timestamps: list[int], sizes: list[int]) -> None:
+        """:meth:`append` for batches given as columns (the cleaner's output): one write, the
+        index rule run over plain ints, the offset-index entries added in one step. With
+        listeners, batch by batch, so that each entry is reported."""
+        if not sizes:
+            return
+        position = self._write(last_offsets[-1], max(max_timestamps), data)
+        if self.listeners:
+            for last_offset, max_timestamp, size_bytes in zip(last_offsets, max_timestamps, sizes):
+                self._index_batch(last_offset, max_timestamp, position, size_bytes)
+                position += size_bytes
+            return
+        best = self._max_timestamp_and_offset
+        assert best is not None, "loaded by _write before the data went in"
+        best_ts, best_offset, since = best.timestamp, best.offset, self._bytes_since_last_index_entry
+        offsets, positions, stamps = [], [], []
+        for last_offset, max_timestamp, size_bytes in zip(last_offsets, max_timestamps, sizes):
+            if max_timestamp > best_ts:
+                best_ts, best_offset = max_timestamp, last_offset
+            if since > self.index_interval_bytes:  # the rule of _index_batch
+                offsets.append(last_offset)
+                positions.append(position)
+                if not stamps or stamps[-1][0] < best_ts:  # an equal stamp adds no time entry
+                    stamps.append((best_ts, best_offset))
+                since = 0
+            since += size_bytes
+            position += size_bytes
+        self._bytes_since_last_index_entry = since
+        if best_ts > best.timestamp:
+            self._max_timestamp_and_offset = TimestampOffset(best_ts, best_offset)
+        self.offset_index.append_many(offsets, positions)
+        for timestamp, offset in stamps:
+            self.time_index.maybe_append(timestamp, offset)
+
     def append_batch(self, last_offset: int, max_timestamp: int, data: bytes | bytearray | memoryview) -> None:
         """:meth:`append` for ``data`` holding exactly one validated batch (the common produce
         request), without a header object: the same checks, write and index rule."""

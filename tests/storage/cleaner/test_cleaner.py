@@ -230,3 +230,26 @@ def test_aborted_transaction_data_and_markers_removed() -> None:
     """Kafka removes an aborted transaction's batches during a clean, and its ABORT marker
     once no data of the transaction is left and the marker's delete horizon has passed.
     The hook is ``kafkalab.storage.cleaner.cleaner.is_aborted``."""
+
+
+@pytest.mark.parametrize("listening", [False, True])
+def test_cleaned_segments_are_indexed_as_recovery_rebuilds_them(make_log, listening: bool) -> None:  # type: ignore[no-untyped-def]
+    """A cleaned segment's indexes are built in bulk from the cleaner's columns (or batch by
+    batch when someone listens); recovery rebuilds them from the batches on disk with the
+    segment's own rule, so both must agree entry for entry."""
+    fx = make_log(**{"segment.bytes": "6000", "index.interval.bytes": "150"})
+    rng = random.Random(5)
+    for _ in range(300):
+        fx.clock.advance_ms(rng.choice([0, 0, 3, 40]))  # max timestamps grow in steps, sometimes not at all
+        fx.append([(b"k%d" % rng.randrange(400), bytes(rng.randrange(60))) for _ in range(rng.randrange(1, 4))])
+    fx.log.roll("test")
+    if listening:
+        fx.log.subscribe(lambda event: None)
+    Cleaner(1 << 20).clean(fx.log, 0, fx.log.segments[-1].base_offset, fx.clock.milliseconds())
+    cleaned = fx.log.segments[:-1]
+    assert sum(s.offset_index.entries for s in cleaned) > 10 and sum(s.time_index.entries for s in cleaned) > 3
+    for segment in cleaned:
+        written = (segment.offset_index.raw_entries(), segment.time_index.raw_entries())
+        segment.recover(1 << 20)
+        segment.on_become_inactive()
+        assert (segment.offset_index.raw_entries(), segment.time_index.raw_entries()) == written
