@@ -33,7 +33,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafkalab.errors import CorruptRecordError, InvalidRecordError, StorageError
 from kafkalab.records.header import (
@@ -50,6 +50,8 @@ from kafkalab.records.header import (
 from kafkalab.storage import events as ev
 from kafkalab.storage import index_search
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
+# EntryPosition and FileSlice are re-exported: callers import them from here.
+from kafkalab.storage.positions import EntryPosition as EntryPosition, FileSlice as FileSlice, _new_entry
 from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import TransactionIndex
 
@@ -66,57 +68,6 @@ SEGMENT_FILE_BYTES_MAX = 2**31 - 1
 
 def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
-
-
-class EntryPosition(NamedTuple):
-    """Where one batch (or legacy entry) sits in a ``.log`` file.
-
-    A named tuple rather than a frozen dataclass: one is built per lookup, and a tuple is built
-    several times faster. It is just as immutable."""
-
-    base_offset: int
-    last_offset: int
-    position: int
-    size_bytes: int
-    max_timestamp: int
-
-
-# An EntryPosition from a ready tuple of its fields, skipping the generated keyword-handling
-# ``__new__`` (as records.header._new_header does): the scan builds one per lookup.
-_new_entry = tuple.__new__
-
-
-@dataclass(frozen=True, slots=True)
-class FileSlice:
-    """``size_bytes`` bytes of a segment file starting at ``position``.
-
-    A log read returns these; the fetch response carries them as record data
-    (:class:`kafkalab.protocol.types.RecordsParts`) and the server ``sendfile``s each range
-    without copying it into memory.
-    """
-
-    path: Path
-    position: int
-    size_bytes: int
-
-    def __post_init__(self) -> None:
-        if self.position < 0 or self.size_bytes < 0:
-            raise ValueError(
-                f"FileSlice needs position >= 0 and size >= 0, got "
-                f"position {self.position}, size {self.size_bytes}"
-            )
-
-    def read_bytes(self) -> bytes:
-        """Copy the slice into memory (where sendfile is not available, and in tests)."""
-        with open(self.path, "rb") as file:
-            file.seek(self.position)
-            data = file.read(self.size_bytes)
-        if len(data) != self.size_bytes:
-            raise StorageError(
-                f"file slice {self.path} at {self.position} wants {self.size_bytes} bytes, "
-                f"the file gave {len(data)}"
-            )
-        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,21 +169,19 @@ class LogSegment:
         headers: Sequence[BatchHeader],
     ) -> None:
         """Write already-validated batches (``headers`` describe ``data``) and index them."""
-        if not data:
-            return
-        position = self._write(largest_offset, largest_timestamp, data)
-        for header in headers:
-            self._index_batch(header.last_offset, header.max_timestamp, position, header.size_bytes)
-            position += header.size_bytes
+        if data:
+            self.append_batches(data, [h.last_offset for h in headers], [h.max_timestamp for h in headers],
+                                [h.size_bytes for h in headers], largest_offset, largest_timestamp)
 
-    def append_batches(self, data: bytes | bytearray | memoryview, last_offsets: list[int],
-                       max_timestamps: list[int], sizes: list[int]) -> None:
+    def append_batches(self, data: bytes | bytearray | memoryview, last_offsets: list[int], max_timestamps: list[int],
+                       sizes: list[int], largest_offset: int | None = None, largest_timestamp: int | None = None) -> None:
         """:meth:`append` for batches given as columns (the cleaner's output): one write, the
         index rule run over plain ints, the offset-index entries added in one step. With
         listeners, batch by batch, so that each entry is reported."""
         if not sizes:
             return
-        position = self._write(last_offsets[-1], max(max_timestamps), data)
+        position = self._write(last_offsets[-1] if largest_offset is None else largest_offset,
+                               max(max_timestamps) if largest_timestamp is None else largest_timestamp, data)
         if self.listeners:
             for last_offset, max_timestamp, size_bytes in zip(last_offsets, max_timestamps, sizes):
                 self._index_batch(last_offset, max_timestamp, position, size_bytes)
@@ -241,7 +190,9 @@ class LogSegment:
         best = self._max_timestamp_and_offset
         assert best is not None, "loaded by _write before the data went in"
         best_ts, best_offset, since = best.timestamp, best.offset, self._bytes_since_last_index_entry
-        offsets, positions, stamps = [], [], []
+        offsets: list[int] = []
+        positions: list[int] = []
+        stamps: list[tuple[int, int]] = []
         for last_offset, max_timestamp, size_bytes in zip(last_offsets, max_timestamps, sizes):
             if max_timestamp > best_ts:
                 best_ts, best_offset = max_timestamp, last_offset

@@ -468,10 +468,10 @@ def _cleaned(out: np.ndarray, starts: np.ndarray, end: int) -> Cleaned:
     """The written batches as a :class:`Cleaned`, their columns read back from the written
     headers; the bytes stay in ``out`` (no copy: they are appended before the next chunk)."""
     if not len(starts):
-        return Cleaned(memoryview(out[:end]), [], [], [], [])
+        return Cleaned(out[:end].data, [], [], [], [])
     heads = decode_v2_headers(out, starts)
     horizons = heads["base_timestamp"][(heads["attributes"] & DELETE_HORIZON_FLAG_MASK) != 0]
-    return Cleaned(memoryview(out[:end]), (heads["base_offset"] + heads["last_offset_delta"]).tolist(),
+    return Cleaned(out[:end].data, (heads["base_offset"] + heads["last_offset_delta"]).tolist(),
                    heads["max_timestamp"].tolist(), (heads["batch_length"].astype(np.int64) + LOG_OVERHEAD).tolist(),
                    horizons.tolist())
 
