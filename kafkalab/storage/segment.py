@@ -169,19 +169,21 @@ class LogSegment:
         headers: Sequence[BatchHeader],
     ) -> None:
         """Write already-validated batches (``headers`` describe ``data``) and index them."""
-        if data:
-            self.append_batches(data, [h.last_offset for h in headers], [h.max_timestamp for h in headers],
-                                [h.size_bytes for h in headers], largest_offset, largest_timestamp)
+        if not data:
+            return
+        position = self._write(largest_offset, largest_timestamp, data)
+        for header in headers:
+            self._index_batch(header.last_offset, header.max_timestamp, position, header.size_bytes)
+            position += header.size_bytes
 
-    def append_batches(self, data: bytes | bytearray | memoryview, last_offsets: list[int], max_timestamps: list[int],
-                       sizes: list[int], largest_offset: int | None = None, largest_timestamp: int | None = None) -> None:
+    def append_batches(self, data: bytes | bytearray | memoryview, last_offsets: list[int],
+                       max_timestamps: list[int], sizes: list[int]) -> None:
         """:meth:`append` for batches given as columns (the cleaner's output): one write, the
-        index rule run over plain ints, the offset-index entries added in one step. With
-        listeners, batch by batch, so that each entry is reported."""
+        rule of :meth:`_index_batch` run over plain ints, the offset-index entries added in one
+        step. With listeners, batch by batch, so that each entry is reported."""
         if not sizes:
             return
-        position = self._write(last_offsets[-1] if largest_offset is None else largest_offset,
-                               max(max_timestamps) if largest_timestamp is None else largest_timestamp, data)
+        position = self._write(last_offsets[-1], max(max_timestamps), data)
         if self.listeners:
             for last_offset, max_timestamp, size_bytes in zip(last_offsets, max_timestamps, sizes):
                 self._index_batch(last_offset, max_timestamp, position, size_bytes)
