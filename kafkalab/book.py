@@ -12,6 +12,12 @@ Chapters and labs that write logs take their directories from :func:`scratch_dir
 cell calling :func:`remove_scratch_dirs`, so running the book (by hand or under nbval, which
 kills the kernel without running exit handlers) leaves nothing in the system temp directory.
 A kernel that stops before the last cell still removes them when it exits normally.
+
+A live widget may still need its data after the last cell has run: a reader who runs every cell
+and then scrolls back to play with the widget. Such a widget calls :func:`keep_for_widgets` on
+the directory it reads; :func:`remove_scratch_dirs` then leaves that scratch directory for the
+kernel's exit to remove. Static figures (nbval, CI) hold nothing, so those runs still leave the
+temp directory clean.
 """
 
 from __future__ import annotations
@@ -24,22 +30,41 @@ from pathlib import Path
 import kafkalab
 
 _scratch_dirs: list[Path] = []  # this kernel's scratch directories, oldest first
+_kept: set[Path] = set()  # scratch directories a live widget still reads
 
 
 def scratch_dir(prefix: str = "kafkalab-") -> Path:
     """A new, empty directory ``<prefix>XXXXXXXX`` in the system temp directory, removed by
     :func:`remove_scratch_dirs` or, failing that, when the Python process exits."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
-    if not _scratch_dirs:
-        atexit.register(remove_scratch_dirs)
+    if not _scratch_dirs and not _kept:
+        atexit.register(_remove_all_at_exit)
     _scratch_dirs.append(path)
     return path
 
 
+def keep_for_widgets(path: str | Path) -> None:
+    """Keep the scratch directory holding ``path`` until the process exits (a live widget reads
+    it); a path outside every scratch directory is ignored."""
+    resolved = Path(path).resolve()
+    for scratch in _scratch_dirs:
+        if resolved == scratch.resolve() or scratch.resolve() in resolved.parents:
+            _kept.add(scratch)
+
+
 def remove_scratch_dirs() -> None:
-    """Delete every directory :func:`scratch_dir` made in this process (a notebook's last cell)."""
-    while _scratch_dirs:
-        shutil.rmtree(_scratch_dirs.pop(), ignore_errors=True)
+    """Delete every directory :func:`scratch_dir` made in this process (a notebook's last cell),
+    except those a live widget still reads, which go when the process exits."""
+    remaining = [path for path in _scratch_dirs if path in _kept]
+    for path in _scratch_dirs:
+        if path not in _kept:
+            shutil.rmtree(path, ignore_errors=True)
+    _scratch_dirs[:] = remaining
+
+
+def _remove_all_at_exit() -> None:
+    _kept.clear()
+    remove_scratch_dirs()
 
 
 class BookVersionMismatch(RuntimeError):

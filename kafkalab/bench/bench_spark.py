@@ -18,6 +18,10 @@ written by ``gen-log`` (2 partitions, 100-byte values, 64 MiB segments):
   near 1 says nearly all of the scan's time is Spark's own. Each scan and its ceiling are
   timed alternately (best of 3).
 
+* ``spark.s3_scan`` -- seconds of a record-level scan of the same log uploaded to an S3 API
+  server (moto's server mode, in its own process, over loopback HTTP), against the
+  same scan of the local directory; target <= 1.5x. Three runs side by side, median run.
+
 Why the ceiling lines: a Python data source pays, per row, a socket copy of the Arrow buffers
 and the JVM's conversion of every column into Spark's row format. Measured on 2 shared cores,
 the ceiling for all 17 record columns is ~2-2.5 M rows/s -- below the 3 M target, so that line
@@ -32,10 +36,12 @@ targets are stated for: ``.venv/bin/python -m kafkalab.bench spark --full``.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from kafkalab.bench.report import Reporter
@@ -44,6 +50,7 @@ RECORDS_DEFAULT = 3_000_000
 RECORDS_FULL = 10_000_000
 REPEAT = 3
 PYTHON_PROCESSES = 2  # local[2]: the baseline gets the same two cores
+S3_SERVER_START_S = 30.0
 PROJECTED_SCHEMA = "offset bigint, timestamp bigint, key binary, value binary"
 
 
@@ -90,6 +97,56 @@ def _alternate(first, second) -> tuple[float, float]:
     return best[0], best[1]
 
 
+def _object_store_line(reporter: Reporter, spark, data_dir: Path) -> None:
+    """The same record-level scan from an S3 API server and from the directory."""
+    from kafkalab.bench.report import alternate
+    from kafkalab.spark.files import Location, copy_tree
+
+    try:
+        import moto.server  # noqa: F401  (the server runs in its own process below)
+    except ImportError:
+        reporter.echo("# spark.s3_scan: skipped, moto is not installed (pip install 'moto[server]')")
+        return
+    with _s3_server() as endpoint:
+        url = f"s3://bench:bench@bench/logs?endpoint_override={endpoint}&scheme=http"
+        Location.of(url + "&allow_bucket_creation=true").filesystem.create_dir("bench")
+        copy_tree(Location.of(data_dir), Location.of(url), show_progress=False)
+        remote = spark.read.format("kafkalog").load(url)
+        local = spark.read.format("kafkalog").load(str(data_dir))
+        _scan_seconds(remote, repeat=1)  # warm the S3 client in every worker
+        runs = alternate({"s3": lambda: _scan_seconds(remote, 1), "local": lambda: _scan_seconds(local, 1)}, runs=3)
+        reporter.report_runs("spark.s3_scan", runs["s3"], "s", runs["local"], "<=1.5")
+
+
+@contextlib.contextmanager
+def _s3_server() -> Iterator[str]:
+    """moto's S3 server in a child process, as a real object store is another process; yields
+    ``host:port`` once it answers."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + S3_SERVER_START_S
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the S3 test server did not start") from None
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def run(reporter: Reporter, full: bool = False) -> None:
     import kafkalab.spark
     from kafkalab.spark import planning
@@ -127,6 +184,7 @@ def run(reporter: Reporter, full: bool = False) -> None:
         reporter.report("spark.batch_scan", log_bytes / batch_s, "bytes/s", 1e9, ">=1.0")
         reporter.report("spark.batch_scan_vs_ceiling", log_bytes / batch_s, "bytes/s",
                         log_bytes / batch_ceiling_s, "none")
+        _object_store_line(reporter, spark, data_dir)
         spark.stop()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

@@ -51,6 +51,7 @@ from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
+from kafkalab.broker.handlers.txn_markers import handle_write_txn_markers
 from kafkalab.broker.log_store import LogStore, PartitionLog
 from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
@@ -290,6 +291,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
     ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,
 }

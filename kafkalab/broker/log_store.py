@@ -55,6 +55,9 @@ class PartitionLog(Protocol):
     @property
     def log_end_offset(self) -> int: ...
 
+    @property
+    def last_stable_offset(self) -> int: ...  # where read_committed readers stop
+
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False
     ) -> AppendInfo: ...

@@ -16,8 +16,9 @@ Both directions stay exactly equal to the generic codec, which remains the defin
   decoder, which decodes it or raises its usual :class:`~kafkalab.errors.ProtocolError`.
 * :func:`encode_fetch_response` writes the size prefix, the response header and the body into
   one ``bytearray`` per run of in-memory bytes, leaving each partition's file slices as parts
-  for ``sendfile``. A body it does not expect (aborted transactions, which kafkalab does not
-  produce yet) goes to the generic encoder.
+  for ``sendfile``, and the aborted transactions a read_committed consumer gets as fixed
+  16-byte runs. A body it does not expect (a diverging epoch, which only followers see) goes
+  to the generic encoder.
 
 The tests compare both against the generic codec on seeded random values at every version.
 
@@ -48,6 +49,7 @@ _RESP = FETCH_RESPONSE.cls
 
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+_ABORTED = struct.Struct(">qq")  # AbortedTransaction: producer_id int64, first_offset int64
 # The request's fixed-width runs by version: the top-level ints and each partition's ints.
 _TOP_RUN = {v: struct.Struct(">iiiib" + ("ii" if v >= 7 else "")) for v in range(4, 13)}
 _PARTITION_RUN = {
@@ -190,12 +192,12 @@ def encode_fetch_response(correlation_id: int, version: int, body: Any) -> list[
         _put_string(out, topic.topic, flexible)
         _put_count(out, len(topic.partitions), flexible)
         for data in topic.partitions:
-            if data.aborted_transactions or data.diverging_epoch is not None:  # rare: left to the schema
+            if data.diverging_epoch is not None:  # rare: left to the schema
                 return None
             fields = (data.partition_index, data.error_code, data.high_watermark, data.last_stable_offset)
             out += partition_run.pack(*fields, data.log_start_offset) if version >= 5 else \
                 partition_run.pack(*fields)
-            _put_count(out, -1 if data.aborted_transactions is None else 0, flexible)  # null or empty
+            _put_aborted(out, data.aborted_transactions, flexible)
             if version >= 11:
                 out += _I32.pack(data.preferred_read_replica)
             out = _put_records(out, parts, data.records, flexible)
@@ -209,6 +211,18 @@ def encode_fetch_response(correlation_id: int, version: int, body: Any) -> list[
         parts.append(bytes(out))
     size_bytes = sum(len(p) if isinstance(p, bytes) else p.size_bytes for p in parts)
     return [_I32.pack(size_bytes), *parts]
+
+
+def _put_aborted(out: bytearray, aborted: Any, flexible: bool) -> None:
+    """The nullable ``aborted_transactions`` array: (producer id, first offset) each."""
+    if aborted is None:
+        _put_count(out, -1, flexible)
+        return
+    _put_count(out, len(aborted), flexible)
+    for txn in aborted:
+        out += _ABORTED.pack(txn.producer_id, txn.first_offset)
+        if flexible:
+            out.append(0)  # the struct's empty tag section
 
 
 def _put_uvarint(out: bytearray, value: int) -> None:

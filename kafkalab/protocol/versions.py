@@ -18,6 +18,8 @@ InitProducerId hands out producer ids so idempotent producers (kafka-python's an
 default) can start; duplicate detection by sequence number arrives with the transactions
 subsystem. Transaction APIs are *not* advertised until they are implemented, so clients
 fail fast with a clear "not supported by broker" error rather than retrying forever.
+WriteTxnMarkers (v1) is: it is the partition leaders' half, which a transaction coordinator
+calls; clients never send it.
 
 Worked example: kafka-python 3.0 speaks Metadata 0-13 and kafkalab advertises 0-12, so it sends
 v12; librdkafka 2.0.2 speaks 0-4 and sends v4; aiokafka speaks 0-5 and sends v5.

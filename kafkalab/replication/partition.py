@@ -46,6 +46,7 @@ from kafkalab.replication import events as ev
 from kafkalab.replication.replica import ReplicaState
 from kafkalab.replication.truncation import EpochCache, EpochEndOffset, diverging_epoch
 from kafkalab.storage.log_append import LogAppendInfo
+from kafkalab.storage.producer_state import AppendOrigin
 
 
 class MinIsrConfig(Protocol):
@@ -70,6 +71,7 @@ class ReplicaLog(Protocol):
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None: ...
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo: ...
 
 
@@ -418,11 +420,13 @@ class Partition:
 
     def append_records_to_leader(
         self, records: bytes | bytearray | memoryview, required_acks: int, now_ms: int, *, in_place: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Kafka's ``appendRecordsToLeader``: refuse if we must not take it, append stamped with
-        our leader epoch, then move the HW (with no followers to wait for, straight to the LEO)."""
+        our leader epoch, then move the HW (with no followers to wait for, straight to the LEO).
+        ``origin`` is COORDINATOR for transaction markers."""
         self.check_leader_for_append(required_acks)
-        info = self.log.append_as_leader(records, self.leader_epoch, in_place=in_place)
+        info = self.log.append_as_leader(records, self.leader_epoch, in_place=in_place, origin=origin)
         self.maybe_increment_high_watermark(now_ms)
         return info
 

@@ -45,6 +45,7 @@ from kafkalab.broker.broker import Broker
 from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker
+from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
 from kafkalab.clock import ManualClock
 from kafkalab.controller.local import LocalController
 from kafkalab.errors import ErrorCode
@@ -62,6 +63,7 @@ PRODUCE_VERSION = 7
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
 CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
 BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
+MEMBER_CONNECTION_BASE = 100_000  # a broker sees group member i's requests on connection 100000 + i
 
 
 @dataclass(slots=True)
@@ -101,6 +103,8 @@ class SimCluster:
         self._correlation_ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._watchers: list[Callable[[str, int, Any], None]] = []
+        self.members: dict[str, GroupMember] = {}  # consumers in groups, by name
+        self._member_connections: dict[str, int] = {}
         for node_id in range(1, nodes + 1):
             self.nodes[node_id] = SimNode(node_id, self._open(node_id))
 
@@ -111,9 +115,10 @@ class SimCluster:
 
     def watch(self, watcher: Callable[[str, int, Any], None]) -> None:
         """Call ``watcher(kind, node_id, detail)`` on every ``"crash"`` (detail None),
-        ``"restart"`` (detail: the new broker, so its replica manager can be subscribed to) and
+        ``"restart"`` (detail: the new broker, so its replica manager can be subscribed to),
         ``"produce-answer"`` (detail: ``(topic, partition, response)``, the decoded partition
-        response; node_id the leader it was sent to)."""
+        response; node_id the leader it was sent to), and a group member's ``"group-request"`` and
+        ``"group-response"`` (detail: ``(member name, api_key, body)``; node_id the broker)."""
         self._watchers.append(watcher)
 
     def _notify(self, kind: str, node_id: int, detail: Any) -> None:
@@ -190,6 +195,47 @@ class SimCluster:
         self.run_until(lambda: bool(answers), wait_ms)
         return answers[0] if answers else None
 
+    # --- consumer group members ----------------------------------------------------------------
+
+    def add_member(self, name: str, config: MemberConfig) -> GroupMember:
+        """Start a consumer called ``name`` in a group; its requests cross the network like any
+        client's, on a connection of its own."""
+        assert name not in self.members and name not in self.nodes, f"{name!r} is taken"
+        member = GroupMember(config)
+        self.members[name] = member
+        self._member_connections.setdefault(name, MEMBER_CONNECTION_BASE + len(self._member_connections))
+        member.start(self.clock.milliseconds())
+        return member
+
+    def stop_member(self, name: str, *, leave: bool = True) -> None:
+        """Close the consumer (it sends LeaveGroup) or, with ``leave=False``, kill it: it goes
+        silent and the coordinator notices only when its session times out."""
+        if leave:
+            self.members[name].leave(self.clock.milliseconds())
+            return
+        del self.members[name]
+        for correlation_id in [c for c, p in self._pending.items() if p.src == name]:
+            del self._pending[correlation_id]
+        self.network.drop_node(name)
+
+    def _poll_members(self) -> None:
+        now_ms = self.clock.milliseconds()
+        for name, member in list(self.members.items()):
+            for out in member.poll(now_ms):
+                self._send_for_member(name, member, out)
+
+    def _send_for_member(self, name: str, member: GroupMember, out: Outgoing) -> None:
+        alive = [n.node_id for n in self._alive()]
+        destination = out.destination if out.destination is not None else (min(alive) if alive else -1)
+        self._notify("group-request", destination, (name, out.api_key, out.body))
+
+        def answered(response: Any) -> None:
+            self._notify("group-response", destination, (name, out.api_key, response))
+            member.on_response(out.api_key, response, self.clock.milliseconds(), out.request_id)
+
+        self._send(name, destination, out.api_key, out.version, out.body, answered, timeout_ms=out.timeout_ms,
+                   on_timeout=lambda: member.on_failure(out.api_key, self.clock.milliseconds(), out.request_id))
+
     def run_for(self, duration_ms: int) -> None:
         self.run_until(lambda: False, duration_ms)
 
@@ -198,6 +244,7 @@ class SimCluster:
         end_ms = self.clock.milliseconds() + max_ms
         for _ in range(STEPS_MAX):
             self._send_fetches()
+            self._poll_members()
             if done():
                 return True
             next_ms = self._next_event_ms()
@@ -221,6 +268,7 @@ class SimCluster:
         if delivery is not None:
             times.append(delivery)
         times.extend(p.deadline_ms for p in self._pending.values())
+        times.extend(t for t in (m.next_deadline_ms() for m in self.members.values()) if t is not None)
         return min(times) if times else None
 
     def _expire_requests(self) -> None:
@@ -249,7 +297,7 @@ class SimCluster:
                 node = self.nodes.get(int(str(delivery.dst)))  # -1: sent while nobody led
                 if node is None or not node.alive:
                     continue  # lost, as a request to a dead address is; the sender times out
-                connection = CONNECTION_BASE + (0 if delivery.src == CLIENT else int(str(delivery.src)))
+                connection = self._connection_of(delivery.src)
                 node.broker.handle(connection, frame, self.clock.milliseconds())
                 self._ship_responses(node)
             else:
@@ -262,11 +310,22 @@ class SimCluster:
             if out.parts is None:
                 continue
             data = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in out.parts)
-            source = out.connection_id - CONNECTION_BASE
-            destination: int | str = CLIENT if source == 0 else source
+            destination = self._owner_of(out.connection_id)
             correlation_id = int.from_bytes(data[4:8], "big")
             self.network.send(node.node_id, destination, ("response", correlation_id, data[4:]),
                               self.clock.milliseconds())
+
+    def _connection_of(self, src: Any) -> int:
+        """The connection a broker sees a sender's requests on."""
+        if src in self._member_connections:
+            return self._member_connections[src]
+        return CONNECTION_BASE + (0 if src == CLIENT else int(str(src)))
+
+    def _owner_of(self, connection_id: int) -> int | str:
+        if connection_id >= MEMBER_CONNECTION_BASE:
+            return next(n for n, c in self._member_connections.items() if c == connection_id)
+        source = connection_id - CONNECTION_BASE
+        return CLIENT if source == 0 else source
 
     def _send(self, src: int | str, dst: int, api_key: int, version: int, body: Any,
               on_response: Callable[[Any], None], *, timeout_ms: int = REQUEST_TIMEOUT_MS,

@@ -22,6 +22,13 @@ node 1 off at 0 s while a producer keeps writing and, at the 45 s ISR check, nod
 1). A leader reports ``became-leader`` again each time it applies an image that names it, ISR
 changes included; only the first in a leader epoch is an election.
 
+Consumer group members (:meth:`SimCluster.add_member`) add a ``group-request`` row for every
+FindCoordinator, JoinGroup, Metadata, SyncGroup, Heartbeat and LeaveGroup they send and a
+``group-response`` row for every answer: ``member`` names the consumer, ``api`` the request,
+``generation_id`` the generation it carries (the new one in a JoinGroup answer) and
+``error_code`` the answer's error. The rebalance timeline (:mod:`kafkalab.viz.rebalance`) is drawn
+from these rows.
+
 Not thread-safe; owned by one simulation.
 """
 
@@ -31,6 +38,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.replication import events as ev
 
 if TYPE_CHECKING:
@@ -57,11 +65,29 @@ class EventRow:
     new_isr: tuple[int, ...] | None = None  # the proposed or accepted ISR
     partition_epoch: int | None = None
     offset: int | None = None  # a produce answer's base offset
-    error_code: int | None = None  # a produce answer's error code
+    error_code: int | None = None  # a produce answer's or a group answer's error code
+    member: str | None = None  # the group member that sent or received a group message
+    api: str | None = None  # the group message's API: JoinGroup, SyncGroup, Heartbeat, ...
+    generation_id: int | None = None  # the group generation the message carries
 
 
 KINDS = ("became-leader", "became-follower", "hw-moved", "isr-proposed", "isr-changed",
-         "produce-answer", "crash", "restart")
+         "produce-answer", "crash", "restart", "group-request", "group-response")
+GROUP_APIS: dict[int, str] = {  # API key -> the name Kafka's protocol guide uses
+    ApiKey.FIND_COORDINATOR: "FindCoordinator", ApiKey.JOIN_GROUP: "JoinGroup", ApiKey.METADATA: "Metadata",
+    ApiKey.SYNC_GROUP: "SyncGroup", ApiKey.HEARTBEAT: "Heartbeat", ApiKey.LEAVE_GROUP: "LeaveGroup",
+}
+
+
+def _group_row(time_ms: int, node_id: int, kind: str, member: str, api_key: int, body: Any) -> EventRow:
+    """A group message as a row; a FindCoordinator v4+ answer keeps its error per key."""
+    error = None
+    if kind == "group-response":
+        error = 0 if api_key == ApiKey.METADATA else getattr(body, "error_code", 0)
+        if api_key == ApiKey.FIND_COORDINATOR and getattr(body, "coordinators", None):
+            error = body.coordinators[0].error_code
+    return EventRow(time_ms, node_id, kind, member=member, api=GROUP_APIS.get(api_key, str(api_key)),
+                    generation_id=getattr(body, "generation_id", None), error_code=error)
 
 
 def _replication_row(time_ms: int, node_id: int, event: ev.ReplicationEvent) -> EventRow:
@@ -145,6 +171,9 @@ class EventRecorder:
             topic, partition, answer = detail
             self._add(EventRow(now_ms, node_id, "produce-answer", topic=topic, partition=partition,
                                offset=answer.base_offset, error_code=answer.error_code))
+        elif kind in ("group-request", "group-response"):
+            member, api_key, body = detail
+            self._add(_group_row(now_ms, node_id, kind, member, api_key, body))
 
     def of_kind(self, kind: str) -> list[EventRow]:
         assert kind in KINDS, f"unknown event kind {kind!r}"
@@ -168,7 +197,8 @@ PARQUET_COLUMNS: tuple[tuple[str, str], ...] = (
     ("time_ms", "int64"), ("node_id", "int32"), ("kind", "string"), ("topic", "string"),
     ("partition", "int32"), ("leader_epoch", "int32"), ("leader", "int32"), ("old_hw", "int64"),
     ("new_hw", "int64"), ("isr", "list<int32>"), ("new_isr", "list<int32>"),
-    ("partition_epoch", "int32"), ("offset", "int64"), ("error_code", "int16"),
+    ("partition_epoch", "int32"), ("offset", "int64"), ("error_code", "int16"), ("member", "string"),
+    ("api", "string"), ("generation_id", "int32"),
 )
 assert tuple(name for name, _ in PARQUET_COLUMNS) == tuple(f.name for f in fields(EventRow))
 
@@ -183,4 +213,4 @@ def parquet_schema() -> Any:
                       for name, kind in PARQUET_COLUMNS])
 
 
-__all__ = ["KINDS", "PARQUET_COLUMNS", "EventRecorder", "EventRow", "parquet_schema"]
+__all__ = ["GROUP_APIS", "KINDS", "PARQUET_COLUMNS", "EventRecorder", "EventRow", "parquet_schema"]

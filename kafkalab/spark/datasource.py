@@ -13,8 +13,9 @@ places:
   ``timestamp`` comparisons into :class:`~kafkalab.spark.planning.ScanBounds`, so whole segments
   are skipped by file name and index. Every filter is still handed back to Spark: pruning is
   conservative and Spark evaluates the exact predicate on the rows that remain;
-* each executor worker calls :meth:`KafkaLogReader.read` on one split: it maps the segment,
-  walks the batches of ``[start, end)``, drops batches the bounds exclude by their header alone,
+* each executor worker calls :meth:`KafkaLogReader.read` on one split: it maps the segment (or,
+  in an object store, fetches the split's byte range with one ranged read), walks the batches
+  of ``[start, end)``, drops batches the bounds exclude by their header alone,
   and yields one Arrow record batch per chunk of ~131k records (:mod:`kafkalab.spark.arrow`).
 
 A reader that defines ``pushFilters`` fails on a session where pushdown is off, so pushdown lives
@@ -22,6 +23,9 @@ in a separate class and :func:`register` picks the class that fits the session i
 
 Worked example: a topic with 3 partitions of 4 segments each, ``partition = 1 AND offset >=
 900000`` with segments based at 0, 300000, 600000 and 900000 plans one split instead of twelve.
+
+The path is a local directory or an object-store URL (``s3://``, ``gs://``, ``hdfs://``,
+``abfs://``, ``file://``; see :mod:`kafkalab.spark.files`).
 
 Options: ``level`` (``records`` | ``batches``, default ``records``), ``topic`` (limit a data
 directory to one topic), ``splitBytes`` (default 128 MiB), ``check.crcs`` (``true`` | ``false``,
@@ -158,18 +162,37 @@ def read_split(split: InputSplit, level: str, bounds: ScanBounds = ScanBounds(),
 
     if split.size_bytes == 0:
         return
-    buf = np.memmap(split.path, dtype=np.uint8, mode="r")
+    buf, base = _split_bytes(split)
     where = f"{split.topic}-{split.partition}/{split.segment}"
-    positions, sizes, magics = arrow.walk(buf, split.start_position, min(split.end_position, len(buf)), where)
+    positions, sizes, magics = arrow.walk(buf, split.start_position - base, min(split.end_position - base, len(buf)), where)
     keep = _batches_in_bounds(buf, positions, magics, bounds)
     positions, sizes, magics = positions[keep], sizes[keep], magics[keep]
     counts = _records_counts(buf, positions, magics)
     for chunk in arrow.chunks(positions, sizes, counts):
         args = (buf, positions[chunk], sizes[chunk], magics[chunk], split.topic, split.partition, split.segment)
         if level == "records":
-            yield arrow.record_level(*args, check_crcs, target)
+            yield _shift_positions(arrow.record_level(*args, check_crcs, target), "batch_position", base)
         else:
-            yield arrow.batch_level(*args).select(target.names)
+            yield _shift_positions(arrow.batch_level(*args).select(target.names), "position", base)
+
+
+def _split_bytes(split: InputSplit) -> tuple[np.ndarray, int]:
+    """The bytes to walk and the file position of their first byte: a local segment is mapped
+    whole (position 0); a split in an object store is fetched with one ranged read."""
+    if split.filesystem is None:
+        return np.memmap(split.path, dtype=np.uint8, mode="r"), 0
+    data = split.location.read_range(split.start_position, split.end_position)
+    return np.frombuffer(data, dtype=np.uint8), split.start_position
+
+
+def _shift_positions(batch: Any, column: str, base: int) -> Any:
+    """Positions computed within a fetched range, moved back to positions in the segment file."""
+    index = batch.schema.get_field_index(column)
+    if base == 0 or index < 0:
+        return batch
+    import pyarrow.compute as pc
+
+    return batch.set_column(index, batch.schema.field(index), pc.add(batch.column(index), base))
 
 
 def _records_counts(buf: np.ndarray, positions: np.ndarray, magics: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from kafkalab.partitioner import partitions_for_keys
+from kafkalab.spark.key_skew import key_buffers
 from kafkalab.spark.planning import list_segments, read_offset_index
 from kafkalab.book import remove_scratch_dirs as remove_book_scratch_dirs
 from kafkalab.book import scratch_dir as scratch_dir  # the labs call labs.scratch_dir
@@ -132,8 +133,8 @@ def predicted_index_entries(batch_sizes: Sequence[int], index_interval_bytes: in
 def actual_index_entries(partition_dir: str | Path) -> dict[str, int]:
     """Valid entries per ``.index`` file of a partition directory, keyed by ``.log`` name."""
     counts = {}
-    for base, log_path in list_segments(Path(partition_dir)):
-        entries = read_offset_index(log_path.with_suffix(".index"), base, log_path.stat().st_size)
+    for base, log_path in list_segments(partition_dir):
+        entries = read_offset_index(log_path.with_suffix(".index"), base, log_path.size())
         counts[log_path.name] = len(entries)
     return counts
 
@@ -142,11 +143,7 @@ def _kafka_partition_batches(batches: Iterable[Any], num_partitions: int) -> Ite
     import pyarrow as pa
 
     for batch in batches:
-        keys = batch.column(batch.schema.get_field_index("key"))
-        if keys.null_count:
-            raise ValueError("null keys have no murmur2 partition (Kafka uses the sticky partitioner)")
-        offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset:keys.offset + len(keys) + 1]
-        data = np.frombuffer(keys.buffers()[2], dtype=np.uint8) if keys.buffers()[2] else np.zeros(0, np.uint8)
+        data, offsets = key_buffers(batch)
         placed = partitions_for_keys(data, offsets, num_partitions)
         yield batch.append_column("kafka_partition", pa.array(placed, type=pa.int32()))
 

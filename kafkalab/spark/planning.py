@@ -21,6 +21,10 @@ index has an entry ``(offset 1_400_000, position 134_000_000)`` and one ``(2_800
 268_200_000)``, becomes three splits ``[0, 134_000_000)``, ``[134_000_000, 268_200_000)`` and
 ``[268_200_000, 314_572_800)``.
 
+The directory can be local or in an object store (``s3://bucket/logs``, see
+:mod:`kafkalab.spark.files`): planning goes through a :class:`~kafkalab.spark.files.Location`, so
+the same listing, size and index reads work on both.
+
 Pruning uses only names and indexes, never the log itself. A segment's offsets lie in
 ``[base offset, next segment's base offset - 1]``; a split that starts at an index entry holds no
 offset at or below the *previous* entry's offset, and none above the offset of the entry that
@@ -37,10 +41,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from kafkalab.errors import StorageError
+from kafkalab.spark.files import Location
 from kafkalab.storage.offset_index import OffsetIndex
 from kafkalab.storage.time_index import TimeIndex
 
@@ -78,7 +84,8 @@ class InputSplit:
     """One Spark task's work: bytes ``[start_position, end_position)`` of one segment file.
 
     ``offset_low``/``offset_high`` are conservative bounds on the offsets inside the split.
-    Immutable; picklable (Spark ships it to a worker).
+    ``filesystem`` is the pyarrow filesystem of a split in an object store, None for a local
+    file. Immutable; picklable (Spark ships it to a worker).
     """
 
     topic: str
@@ -89,10 +96,15 @@ class InputSplit:
     end_position: int
     offset_low: int
     offset_high: int
+    filesystem: Any = None
 
     @property
     def segment(self) -> str:
         return os.path.basename(self.path)
+
+    @property
+    def location(self) -> Location:
+        return Location.of(self.path) if self.filesystem is None else Location(self.filesystem, self.path)
 
     @property
     def size_bytes(self) -> int:
@@ -107,54 +119,60 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return match.group("topic"), int(match.group("partition"))
 
 
-def find_partition_dirs(path: str | Path, topic: str | None = None) -> list[tuple[str, int, Path]]:
-    """Resolve a data directory, a topic (``<data dir>/<topic>``) or one partition directory.
+def find_partition_dirs(path: str | Path | Location, topic: str | None = None) -> list[tuple[str, int, Location]]:
+    """Resolve a data directory, a topic (``<data dir>/<topic>``) or one partition directory,
+    local or in an object store.
 
     Returns ``(topic, partition, directory)`` sorted by topic then partition. Raises
     :class:`StorageError` when nothing under ``path`` looks like a Kafka partition.
     """
-    root = Path(path)
-    if root.is_dir() and any(_SEGMENT_NAME.match(p.name) for p in root.iterdir()):
+    root = Location.of(path)
+    root_is_dir = root.is_dir()
+    entries = root.children() if root_is_dir else []
+    if any(_SEGMENT_NAME.match(child.name) for child, is_dir in entries if not is_dir):
         parsed = parse_partition_dir(root.name)
         if parsed is None:
             raise StorageError(f"segment directory {root} is not named <topic>-<partition>")
         found = [(parsed[0], parsed[1], root)]
     else:
-        parent, wanted = (root, topic) if root.is_dir() else (root.parent, root.name)
-        if not parent.is_dir():
-            raise StorageError(f"cannot scan {root}: neither a directory nor <data dir>/<topic>")
+        parent, wanted = (root, topic) if root_is_dir else (root.parent, root.name)
+        if not root_is_dir:
+            if not parent.is_dir():
+                raise StorageError(f"cannot scan {root}: neither a directory nor <data dir>/<topic>")
+            entries = parent.children()
         found = []
-        for child in parent.iterdir():
+        for child, is_dir in entries:
             parsed = parse_partition_dir(child.name)
-            if parsed is not None and child.is_dir() and wanted in (None, parsed[0]):
+            if parsed is not None and is_dir and wanted in (None, parsed[0]):
                 found.append((parsed[0], parsed[1], child))
     if not found:
         raise StorageError(f"no Kafka partition directories (<topic>-<partition>) under {root}")
     return sorted(found, key=lambda item: (item[0], item[1]))
 
 
-def list_segments(directory: Path) -> list[tuple[int, Path]]:
-    """``(base offset, .log path)`` of every segment in a partition directory, by base offset."""
+def list_segments(directory: str | Path | Location) -> list[tuple[int, Location]]:
+    """``(base offset, .log location)`` of every segment in a partition directory, by base offset."""
     segments = []
-    for entry in os.scandir(directory):
+    for entry, is_dir in Location.of(directory).children():
         match = _SEGMENT_NAME.match(entry.name)
-        if match is not None:
-            segments.append((int(match.group(1)), Path(entry.path)))
+        if match is not None and not is_dir:
+            segments.append((int(match.group(1)), entry))
             if len(segments) > SEGMENTS_PER_PARTITION_MAX:
                 raise StorageError(
                     f"{directory} holds more than {SEGMENTS_PER_PARTITION_MAX} segments"
                 )
-    return sorted(segments)
+    return sorted(segments, key=lambda item: item[0])
 
 
-def read_offset_index(index_path: Path, base_offset: int, log_size_bytes: int) -> np.ndarray:
+def read_offset_index(index_path: str | Path | Location, base_offset: int, log_size_bytes: int) -> np.ndarray:
     """Valid entries of a ``.index`` file as an ``(n, 2)`` int64 array of (absolute offset,
     position). Preallocated trailing zeros are dropped; an index that breaks Kafka's sanity
     rules (not increasing, position past the log) yields no entries, because the index is only
     a planning hint and the log itself is authoritative."""
-    if not index_path.exists():
+    index = Location.of(index_path)
+    if not index.exists():
         return np.zeros((0, 2), dtype=np.int64)
-    rows = _index_rows(index_path, OffsetIndex.DTYPE)
+    rows = _index_rows(index, OffsetIndex.DTYPE)
     entries = np.stack((rows["key"], rows["value"]), axis=1).astype(np.int64)
     zero = np.nonzero((entries[:, 0] == 0) & (entries[:, 1] == 0))[0]
     if len(zero):
@@ -170,19 +188,20 @@ def read_offset_index(index_path: Path, base_offset: int, log_size_bytes: int) -
     return entries
 
 
-def largest_timestamp(time_index_path: Path) -> int | None:
+def largest_timestamp(time_index_path: str | Path | Location) -> int | None:
     """The last entry's timestamp of a ``.timeindex`` (the segment's max timestamp once rolled)."""
-    if not time_index_path.exists():
+    time_index = Location.of(time_index_path)
+    if not time_index.exists():
         return None
-    timestamps = _index_rows(time_index_path, TimeIndex.DTYPE)["key"]
+    timestamps = _index_rows(time_index, TimeIndex.DTYPE)["key"]
     nonzero = np.nonzero(timestamps)[0]
     return int(timestamps[nonzero[-1]]) if len(nonzero) else None
 
 
-def _index_rows(path: Path, dtype: np.dtype) -> np.ndarray:
+def _index_rows(index: Location, dtype: np.dtype) -> np.ndarray:
     """The whole entries of an index file, in the storage layer's on-disk layout ``dtype``;
     a partial entry at the end is ignored."""
-    raw = np.fromfile(path, dtype=np.uint8)
+    raw = np.frombuffer(index.read_bytes(), dtype=np.uint8)
     return raw[: len(raw) - len(raw) % dtype.itemsize].view(dtype)
 
 
@@ -198,14 +217,15 @@ def _cut_points(entries: np.ndarray, size_bytes: int, split_bytes: int) -> list[
 
 
 def split_segment(
-    topic: str, partition: int, path: Path, base_offset: int, next_base_offset: int | None,
+    topic: str, partition: int, path: Location, base_offset: int, next_base_offset: int | None,
     split_bytes: int,
 ) -> list[InputSplit]:
     """Cut one segment into splits at offset-index entries (see the module docstring)."""
-    size_bytes = path.stat().st_size
+    size_bytes = path.size()
     high = INT64_MAX if next_base_offset is None else next_base_offset - 1
+    filesystem = None if path.is_local else path.filesystem
     if size_bytes <= split_bytes:
-        return [InputSplit(topic, partition, str(path), base_offset, 0, size_bytes, base_offset, high)]
+        return [InputSplit(topic, partition, path.path, base_offset, 0, size_bytes, base_offset, high, filesystem)]
     entries = read_offset_index(path.with_suffix(".index"), base_offset, size_bytes)
     cuts = _cut_points(entries, size_bytes, split_bytes)
     starts = [0] + [int(entries[i, 1]) for i in cuts]
@@ -213,12 +233,12 @@ def split_segment(
     ends = starts[1:] + [size_bytes]
     highs = [int(entries[i, 0]) for i in cuts] + [high]
     return [
-        InputSplit(topic, partition, str(path), base_offset, s, e, lo, hi)
+        InputSplit(topic, partition, path.path, base_offset, s, e, lo, hi, filesystem)
         for s, e, lo, hi in zip(starts, ends, lows, highs)
     ]
 
 
-def _segment_kept_by_time(bounds: ScanBounds, path: Path, is_active: bool) -> bool:
+def _segment_kept_by_time(bounds: ScanBounds, path: Location, is_active: bool) -> bool:
     if is_active or bounds.timestamp_min == INT64_MIN:
         return True
     largest = largest_timestamp(path.with_suffix(".timeindex"))
@@ -226,7 +246,7 @@ def _segment_kept_by_time(bounds: ScanBounds, path: Path, is_active: bool) -> bo
 
 
 def plan_splits(
-    partition_dirs: Iterable[tuple[str, int, Path]],
+    partition_dirs: Iterable[tuple[str, int, str | Path | Location]],
     bounds: ScanBounds = ScanBounds(),
     split_bytes: int = SPLIT_BYTES_DEFAULT,
 ) -> list[InputSplit]:

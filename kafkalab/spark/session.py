@@ -19,6 +19,10 @@ spark-notes):
   or when Python exits: a kernel killed before the JVM could clean up (as nbval stops it) used
   to leave ``spark-*``, ``blockmgr-*`` and ``artifacts-*`` directories in /tmp.
 
+The same labs run on a cluster: ``KAFKALAB_SPARK_MASTER=spark://host:7077`` (or
+``spark-submit --master …``) replaces ``local[2]``; :mod:`kafkalab.spark.standalone` starts a
+real standalone master and worker on this machine.
+
 Worked example: ``spark = kafkalab.spark.session()`` on a 2-core machine starts ``local[2]`` in
 ~5 s; ``spark.read.format("kafkalog").load(data_dir).count()`` then counts records.
 """
@@ -41,6 +45,9 @@ LOOPBACK = "127.0.0.1"
 SHUFFLE_PARTITIONS = 4  # 200 by default; tiny lab data sets drown in task overhead
 DRIVER_MEMORY_DEFAULT = "2g"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+MASTER_DEFAULT = "local[2]"
+MASTER_ENV = "KAFKALAB_SPARK_MASTER"  # e.g. spark://127.0.0.1:7077 (kafkalab.spark.standalone)
+SUBMIT_GATEWAY_ENV = "PYSPARK_GATEWAY_PORT"  # set when spark-submit started this Python
 PUSHDOWN_SINCE = (4, 1)
 
 
@@ -80,19 +87,28 @@ def prepare_environment() -> None:
 
 
 def session(
-    master: str = "local[2]",
+    master: str | None = None,
     app_name: str = "kafkalab",
     driver_memory: str = DRIVER_MEMORY_DEFAULT,
     extra_conf: dict[str, str] | None = None,
 ) -> SparkSession:
-    """A configured SparkSession (reused if one is running) with ``kafkalog`` registered."""
+    """A configured SparkSession (reused if one is running) with ``kafkalog`` registered.
+
+    The master is ``master``, else ``$KAFKALAB_SPARK_MASTER``, else ``local[2]`` -- except under
+    ``spark-submit``, whose ``--master`` wins when no ``master`` is passed. The driver is pinned
+    to 127.0.0.1 only when the master runs on this machine."""
     prepare_environment()
     from pyspark.sql import SparkSession
 
+    submitted = master is None and SUBMIT_GATEWAY_ENV in os.environ
+    chosen = master or os.environ.get(MASTER_ENV) or MASTER_DEFAULT
+    builder = SparkSession.builder.appName(app_name)
+    if not submitted:
+        builder = builder.master(chosen)
+    if not submitted and _on_this_machine(chosen):
+        builder = builder.config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
     builder = (
-        SparkSession.builder.master(master).appName(app_name)
-        .config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
-        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.python.worker.reuse", "true")
@@ -107,6 +123,11 @@ def session(
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
+
+
+def _on_this_machine(master: str) -> bool:
+    """``local[…]``, or a cluster master on the loopback address."""
+    return master.startswith("local") or any(f"://{host}:" in master for host in (LOOPBACK, "localhost"))
 
 
 def register(spark: SparkSession) -> type:

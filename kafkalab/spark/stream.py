@@ -36,6 +36,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from kafkalab.errors import ConfigError
 from kafkalab.spark import planning
+from kafkalab.spark.files import Location
 from kafkalab.spark.planning import ScanBounds
 
 LIMIT_OPTIONS = ("maxRecordsPerTrigger", "max.poll.records")
@@ -62,7 +63,7 @@ def _key(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
-def log_end_offset(directory: Path) -> int:
+def log_end_offset(directory: Path | Location) -> int:
     """Next offset to be written in a partition directory (0 for an empty one)."""
     from kafkalab.spark import arrow
 
@@ -70,9 +71,9 @@ def log_end_offset(directory: Path) -> int:
     if not segments:
         return 0
     base, path = segments[-1]
-    if path.stat().st_size == 0:
+    if path.size() == 0:
         return base
-    buf = np.memmap(path, dtype=np.uint8, mode="r")
+    buf = np.memmap(path.path, dtype=np.uint8, mode="r")
     positions, _sizes, magics = arrow.walk(buf, 0, len(buf), str(path))
     if len(positions) == 0:
         return base
@@ -81,7 +82,7 @@ def log_end_offset(directory: Path) -> int:
     return read_header(buf.data, int(positions[-1])).last_offset + 1
 
 
-def log_start_offset(directory: Path) -> int:
+def log_start_offset(directory: Path | Location) -> int:
     segments = planning.list_segments(directory)
     return segments[0][0] if segments else 0
 
@@ -120,6 +121,8 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
     def __init__(self, options: dict[str, str]) -> None:
         self.path = options.get("path") or ""
+        if self.path and not Location.of(self.path).is_local:
+            raise ConfigError(f"kafkalog streams tail a local data directory, not {self.path}")
         if not self.path:
             raise ConfigError("kafkalog streaming needs a path")
         self.topic = options.get("topic")
@@ -129,7 +132,7 @@ class KafkaLogStreamReader(DataSourceStreamReader):
             raise ConfigError(f"startingOffsets={self.starting!r} must be 'earliest' or 'latest'")
         self._last_end: dict[str, int] | None = None
 
-    def _dirs(self) -> dict[str, tuple[str, int, Path]]:
+    def _dirs(self) -> dict[str, tuple[str, int, Location]]:
         return {_key(t, p): (t, p, d) for t, p, d in planning.find_partition_dirs(self.path, self.topic)}
 
     def initialOffset(self) -> dict[str, int]:

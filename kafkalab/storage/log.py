@@ -29,6 +29,11 @@ Batches from idempotent producers (producer id >= 0) also pass the log's
 answered with its original offsets and not appended again, a sequence gap or a zombie epoch is
 refused. Each roll writes ``<new base offset>.snapshot`` of that state, and ``close`` one at the
 LEO, so that recovery replays only the batches after the newest snapshot.
+
+Transactional batches open a transaction; the COMMIT or ABORT marker the transaction
+coordinator appends (origin COORDINATOR) closes it, an ABORT adding an entry to the marker's
+segment's ``.txnindex``. :attr:`Log.last_stable_offset` is where ``read_committed`` readers
+stop; see :mod:`kafkalab.storage.transactions`.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info,
 from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
 from kafkalab.storage.log_dir_failure import offline_on_io_error, raise_if_io_error
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
+from kafkalab.storage.transactions import collect_aborted, index_completed, last_stable_offset
+from kafkalab.storage.txn_index import AbortedTxn
 from kafkalab.storage import timestamp_lookup
 from kafkalab.storage.timestamp_lookup import TimestampAndOffset
 
@@ -188,14 +195,18 @@ class Log:
     # -- appending ----------------------------------------------------------------------------
 
     def append_as_leader(
-        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Validate a producer's batches, assign offsets from the LEO, stamp the epoch, append.
 
         The offsets and epoch are written into a copy of ``records``; with ``in_place`` (the
         caller owns a writable buffer, such as the broker's request frame) into ``records``
         itself, as Kafka's LogValidator does to the request buffer: a 1 MiB produce then costs
-        no copy between the socket and the segment file.
+        no copy between the socket and the segment file. ``origin`` is COORDINATOR for the
+        transaction markers the coordinator has the leader write: no duplicate or sequence
+        checks, but the epoch and coordinator epoch checks of
+        :mod:`kafkalab.storage.producer_state`.
 
         The common request -- one batch from a plain producer -- takes a fused path
         (:func:`log_append.assign_plain_batch`, :meth:`LogSegment.append_batch`) that applies
@@ -205,9 +216,10 @@ class Log:
             now_ms = self.clock.milliseconds()
             buf = _stamp_target(records, in_place)
             info = log_append.assign_plain_batch(
-                buf, self._next_offset, leader_epoch, now_ms, self.config, self.log_start_offset)
+                buf, self._next_offset, leader_epoch, now_ms, self.config, self.log_start_offset,
+            ) if origin is AppendOrigin.CLIENT else None
             if info is None:
-                return self._append_batches(buf, leader_epoch, now_ms)
+                return self._append_batches(buf, leader_epoch, now_ms, origin)
             # As in Kafka, the epoch cache learns the epoch before the data is written.
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
             segment = self._maybe_roll(info.valid_bytes, info, now_ms)
@@ -218,9 +230,12 @@ class Log:
             raise_if_io_error(error, self, "Error while appending records")
             raise
 
-    def _append_batches(self, buf: bytearray | memoryview, leader_epoch: int, now_ms: int) -> LogAppendInfo:
-        """The general leader append: any number of batches, idempotent producers' sequence
-        checks and duplicates, LogAppendTime, compacted topics' keys, records' timestamps."""
+    def _append_batches(
+        self, buf: bytearray | memoryview, leader_epoch: int, now_ms: int, origin: AppendOrigin
+    ) -> LogAppendInfo:
+        """The general leader append: any number of batches, idempotent and transactional
+        producers' checks and duplicates, LogAppendTime, compacted topics' keys, records'
+        timestamps. ``buf`` is not stamped until every check has passed."""
         config = self.config
         headers = log_append.analyze_and_assign(
             buf, next_offset=self._next_offset, leader_epoch=leader_epoch,
@@ -236,7 +251,7 @@ class Log:
         log_append.check_segment_fit(len(buf), config.segment_bytes)
         producers = None
         if has_producer_ids(headers):  # idempotent producers: sequence checks, duplicates
-            producers, duplicate = self.producer_state.analyze(headers, AppendOrigin.CLIENT, append_time_ms)
+            producers, duplicate = self.producer_state.analyze(headers, origin, append_time_ms, buf)
             if duplicate is not None:
                 return duplicate_append_info(duplicate, self.log_start_offset)
         headers = log_append.stamp(buf, headers, append_time_ms)
@@ -246,7 +261,9 @@ class Log:
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         self._append(buf, headers, info, now_ms)
         if producers:
-            self.producer_state.commit(producers)
+            completed = self.producer_state.commit(producers)
+            if completed:
+                index_completed(self.producer_state.transactions, completed, self._segments[-1])
         return info
 
     @offline_on_io_error("Error while appending replicated records")
@@ -264,7 +281,7 @@ class Log:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         self._append(records, headers, info, self.clock.milliseconds())
         if has_producer_ids(headers):
-            self.producer_state.append_replayed(with_markers(records, headers))
+            self.producer_state.append_replayed(with_markers(records, headers), self._segments[-1])
         return info
 
     def _append(
@@ -373,7 +390,36 @@ class Log:
         see :mod:`kafkalab.storage.timestamp_lookup`."""
         return timestamp_lookup.offset_for_timestamp(self, timestamp_ms)
 
-    # -- high watermark -----------------------------------------------------------------------
+    # -- high watermark and last stable offset -------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where a ``read_committed`` reader stops: ``min(first unstable offset, HW)``; see
+        :mod:`kafkalab.storage.transactions`."""
+        return last_stable_offset(self.producer_state.transactions, self.high_watermark, self.log_start_offset)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound_offset), from the
+        ``.txnindex`` files of the segments from the one holding ``fetch_offset`` on."""
+        slot = max(bisect.bisect_right(self._base_offsets, fetch_offset) - 1, 0)
+        return collect_aborted(self._segments[slot:], fetch_offset, upper_bound_offset)
+
+    def aborted_transactions_in(self, info: FetchDataInfo) -> list[AbortedTxn]:
+        """What a ``read_committed`` reader of ``info`` must know: the aborted transactions
+        overlapping the fetched batches, up to the first batch the read left out (Kafka's
+        ``LocalLog.addAbortedTransactions``)."""
+        if not info.slices:
+            return []
+        last = info.slices[-1]
+        slot = max(bisect.bisect_right(self._base_offsets, info.fetch_offset) - 1, 0)
+        segment = next((s for s in self._segments[slot:] if s.log_path == last.path), None)
+        if segment is None:  # replaced by the cleaner since the read: the read's bound will do
+            return self.collect_aborted_transactions(info.fetch_offset, self._next_offset)
+        after = segment.entry_at(last.position + last.size_bytes)
+        following = self._next_base_after(segment)
+        upper = after.base_offset if after is not None else following if following is not None else self._next_offset
+        return self.collect_aborted_transactions(info.fetch_offset, upper)
+
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start offset, LEO]; returns the value set."""

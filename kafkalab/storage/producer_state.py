@@ -38,6 +38,18 @@ Worked example with that state. A batch from producer 7000, epoch 0, arrives:
 
 Replicated batches (a follower's appends, or replaying the log on recovery) skip the sequence
 checks -- the leader made them -- and an older epoch there is taken as it is, as in Kafka.
+
+Transactions (KIP-98). A transactional batch opens the producer's transaction on this partition
+at its first offset, unless one is open already; a COMMIT or ABORT marker the transaction
+coordinator has the leader append (origin COORDINATOR) closes it, and the append reports a
+:class:`CompletedTxn` from the transaction's first offset to the marker's offset. A marker is
+refused with INVALID_PRODUCER_EPOCH (47) when its producer epoch is older than the partition's,
+and with TRANSACTION_COORDINATOR_FENCED (52) when its coordinator epoch is older than the last
+marker's (a coordinator that lost ``__transaction_state`` leadership). Markers are not checked
+for sequences: their batch carries base sequence -1. Continuing the example, producer 7000
+appends transactional offsets 140..144, then a COMMIT marker at offset 145 with coordinator
+epoch 3 completes ``CompletedTxn(7000, 140, 145, is_aborted=False)``; a later marker with
+coordinator epoch 2 is fenced.
 """
 
 from __future__ import annotations
@@ -45,9 +57,11 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.records.control import ControlRecord, ControlRecordType
 from kafkalab.records.header import (
     INT32_MAX,
     NO_PRODUCER_EPOCH,
@@ -79,11 +93,32 @@ class InvalidTxnStateError(KafkaError):
     error_code = ErrorCode.INVALID_TXN_STATE
 
 
+class TransactionCoordinatorFencedError(KafkaError):
+    """A transaction marker from a coordinator epoch older than the one the partition knows."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class AppendOrigin(enum.Enum):
     """Who is appending, which decides how much is checked (Kafka's ``AppendOrigin``)."""
 
     CLIENT = "client"  # a producer: epoch and sequence checks, duplicate detection
+    COORDINATOR = "coordinator"  # transaction markers: epoch and coordinator epoch checks
     REPLICATION = "replication"  # a follower or recovery: the leader already checked
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a COMMIT or ABORT marker ended on this partition (Kafka's ``CompletedTxn``):
+    its producer, its first data offset and the marker's offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+    def __post_init__(self) -> None:
+        assert self.first_offset < self.last_offset, self  # the marker follows the data
 
 
 class BatchMetadata(NamedTuple):
@@ -199,7 +234,7 @@ class ProducerAppendInfo:
     ``ProducerAppendInfo``). Nothing changes in ``current`` until the manager's ``update``.
     Not thread-safe; lives for one append."""
 
-    __slots__ = ("producer_id", "current", "origin", "updated", "started_txn_first_offsets")
+    __slots__ = ("producer_id", "current", "origin", "updated", "started_txn_first_offsets", "completed_txns")
 
     def __init__(self, producer_id: int, current: ProducerStateEntry, origin: AppendOrigin) -> None:
         self.producer_id = producer_id
@@ -207,9 +242,17 @@ class ProducerAppendInfo:
         self.origin = origin
         self.updated = current.carried_over()
         self.started_txn_first_offsets: list[int] = []
+        self.completed_txns: list[CompletedTxn] = []
 
-    def append(self, header: BatchHeader, timestamp_ms: int) -> None:
-        """Check one data batch (already given its offsets) and record it."""
+    def append(self, header: BatchHeader, timestamp_ms: int, control: ControlRecord | None = None) -> None:
+        """Check one batch (already given its offsets) and record it; ``control`` is the decoded
+        record of a control batch. A control batch other than COMMIT/ABORT changes nothing."""
+        if header.is_control:
+            if control is not None and control.is_end_txn_marker and control.coordinator_epoch is not None:
+                self.append_end_txn_marker(
+                    header.producer_epoch, control.coordinator_epoch, header.base_offset, timestamp_ms,
+                    aborted=control.type is ControlRecordType.ABORT)
+            return
         self.append_data_batch(
             header.producer_epoch, header.base_sequence, header.last_sequence, timestamp_ms,
             header.base_offset, header.last_offset, header.is_transactional,
@@ -231,18 +274,30 @@ class ProducerAppendInfo:
             updated.current_txn_first_offset = first_offset
             self.started_txn_first_offsets.append(first_offset)
 
-    def append_end_txn_marker(self, epoch: int, coordinator_epoch: int, timestamp_ms: int) -> None:
-        """A COMMIT or ABORT marker closes the producer's transaction on this partition. Only
-        replayed markers arrive here for now: the transaction coordinator writes them."""
-        self._check_producer_epoch(epoch, -1)
+    def append_end_txn_marker(
+        self, epoch: int, coordinator_epoch: int, offset: int, timestamp_ms: int, *, aborted: bool
+    ) -> None:
+        """A COMMIT or ABORT marker at ``offset`` closes the producer's transaction on this
+        partition (Kafka's ``appendEndTxnMarker``). A transaction with data here becomes a
+        :class:`CompletedTxn` in :attr:`completed_txns`; a marker with no open transaction (the
+        coordinator writes to every partition it was told of) completes nothing."""
+        self._check_producer_epoch(epoch, offset)
         updated = self.updated
+        if coordinator_epoch < updated.coordinator_epoch and self.origin is not AppendOrigin.REPLICATION:
+            raise TransactionCoordinatorFencedError(
+                f"invalid coordinator epoch for producer {self.producer_id} at offset {offset}: "
+                f"{coordinator_epoch} (zombie), {updated.coordinator_epoch} (current)"
+            )
+        if updated.current_txn_first_offset is not None:
+            self.completed_txns.append(
+                CompletedTxn(self.producer_id, updated.current_txn_first_offset, offset, aborted))
         updated.maybe_update_producer_epoch(epoch)
         updated.coordinator_epoch = coordinator_epoch
         updated.current_txn_first_offset = None
         updated.last_timestamp_ms = timestamp_ms
 
     def _check_producer_epoch(self, epoch: int, offset: int) -> None:
-        if epoch < self.updated.producer_epoch and self.origin is AppendOrigin.CLIENT:
+        if epoch < self.updated.producer_epoch and self.origin is not AppendOrigin.REPLICATION:
             raise InvalidProducerEpochError(
                 f"epoch of producer {self.producer_id} at offset {offset} is {epoch}, smaller "
                 f"than the last seen epoch {self.updated.producer_epoch}"

@@ -36,6 +36,12 @@ the batches at offsets 98..119, then write ``120.snapshot``. After a *clean* shu
 snapshot at all (a directory written before kafkalab kept producer state) nothing is replayed:
 empty snapshots are written at the last two segment bases and the LEO, as Kafka does.
 
+*Transactions.* The open transactions (the first offset of each producer's open transaction),
+the last stable offset and the ``.txnindex`` entries live in :mod:`kafkalab.storage.transactions`;
+:meth:`~ProducerStateManager.commit` returns the transactions an append completed for the log
+to index. Recovery rebuilds both: a snapshot's ``currentTxnFirstOffset`` reopens a transaction,
+and a replayed ABORT marker whose entry is missing from its segment's ``.txnindex`` adds it.
+
 *Expiration.* A producer whose last batch is older than ``producer.id.expiration.ms``
 (default one day) and that has no open transaction is forgotten, by a periodic check
 (``producer.id.expiration.check.interval.ms``, ten minutes) and when a snapshot is loaded. Its
@@ -62,10 +68,12 @@ from kafkalab.storage.producer_snapshot import (
 from kafkalab.storage.producer_state import (
     AppendOrigin,
     BatchMetadata,
+    CompletedTxn,
     ProducerAppendInfo,
     ProducerStateEntry,
 )
 from kafkalab.storage.segment import LogSegment
+from kafkalab.storage.transactions import Transactions, index_completed
 
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms default (KIP-854)
 _SNAPSHOT_FILE = re.compile(r"^(?P<offset>\d{20})\.snapshot$")
@@ -79,6 +87,7 @@ class ProducerStateManager:
         self.directory = Path(directory)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        self.transactions = Transactions()
         self.map_end_offset = 0  # the state describes the log below this offset
         self.last_snapshot_offset = 0
         self._snapshots = list_snapshot_files(self.directory)
@@ -90,16 +99,20 @@ class ProducerStateManager:
         return ProducerAppendInfo(producer_id, current, origin)
 
     def analyze(
-        self, headers: Sequence[BatchHeader], origin: AppendOrigin, append_time_ms: int | None = None
+        self, headers: Sequence[BatchHeader], origin: AppendOrigin, append_time_ms: int | None = None,
+        records: bytes | bytearray | memoryview | None = None,
     ) -> tuple[dict[int, ProducerAppendInfo], BatchMetadata | None]:
         """Check every producer batch of one append (offsets already assigned). Returns the
         pending updates, or -- for a client's retried batch -- the remembered duplicate, in which
-        case nothing must be appended. Raises the sequence and epoch errors.
+        case nothing must be appended. Raises the sequence and epoch errors. ``records`` (the
+        append's bytes) is needed when the append holds control batches: a marker's
+        coordinator epoch is inside its record.
 
         ``append_time_ms`` is the broker's time for a ``LogAppendTime`` topic: the batch's
         timestamp as it will be written. Mirrors ``UnifiedLog.analyzeAndValidateProducerState``."""
         updates: dict[int, ProducerAppendInfo] = {}
-        for header in headers:
+        pairs = with_markers(records, headers) if records is not None else ((h, None) for h in headers)
+        for header, control in pairs:
             producer_id = header.producer_id
             if producer_id < 0:
                 continue
@@ -111,29 +124,42 @@ class ProducerStateManager:
             info = updates.get(producer_id)
             if info is None:
                 info = updates[producer_id] = self.prepare_update(producer_id, origin)
-            info.append(header, header.max_timestamp if append_time_ms is None else append_time_ms)
+            info.append(header, header.max_timestamp if append_time_ms is None else append_time_ms, control)
         return updates, None
 
-    def commit(self, updates: dict[int, ProducerAppendInfo]) -> None:
-        """Apply what :meth:`analyze` prepared, once the batches are written."""
+    def commit(self, updates: dict[int, ProducerAppendInfo]) -> list[CompletedTxn]:
+        """Apply what :meth:`analyze` prepared, once the batches are written. Returns the
+        transactions the append completed, in offset order, for the log to pass to
+        :func:`~kafkalab.storage.transactions.index_completed`."""
+        completed: list[CompletedTxn] = []
         for producer_id, info in updates.items():
             current = self.producers.get(producer_id)
             if current is None:
                 self.producers[producer_id] = info.updated
             else:
                 current.update(info.updated)
+            for first_offset in info.started_txn_first_offsets:
+                self.transactions.start(producer_id, first_offset)
+            completed.extend(info.completed_txns)
+        completed.sort(key=lambda txn: txn.last_offset)
+        return completed
 
-    def append_replayed(self, batches: Iterable[tuple[BatchHeader, ControlRecord | None]]) -> None:
+    def append_replayed(
+        self, batches: Iterable[tuple[BatchHeader, ControlRecord | None]], segment: LogSegment | None = None,
+    ) -> None:
         """Rebuild state from batches already in the log (recovery, follower appends), each
-        with its decoded control record when it is a control batch (:func:`with_markers`)."""
+        with its decoded control record when it is a control batch (:func:`with_markers`);
+        aborted transactions go to ``segment``'s ``.txnindex`` (the segment holding them)."""
         for header, control in batches:
             if header.producer_id >= 0:
                 info = self.prepare_update(header.producer_id, AppendOrigin.REPLICATION)
-                if control is None:
-                    info.append(header, header.max_timestamp)
-                elif control.is_end_txn_marker and control.coordinator_epoch is not None:
-                    info.append_end_txn_marker(header.producer_epoch, control.coordinator_epoch, header.max_timestamp)
-                self.commit({header.producer_id: info})
+                info.append(header, header.max_timestamp, control)
+                completed = self.commit({header.producer_id: info})
+                if completed and segment is not None:
+                    index_completed(self.transactions, completed, segment)
+                elif completed:
+                    for txn in completed:
+                        self.transactions.complete(txn)
             self.map_end_offset = header.last_offset + 1
 
     # -- expiration ---------------------------------------------------------------------------
@@ -196,11 +222,13 @@ class ProducerStateManager:
             self.delete_snapshot(strays[-1])
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self.transactions.on_log_start_offset_incremented(log_start_offset)
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
         self.last_snapshot_offset = self.latest_snapshot_offset or log_start_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
+        self.transactions.clear()
         for snapshot in list(self._snapshots):
             self.delete_snapshot(snapshot)
         self.last_snapshot_offset = 0
@@ -214,6 +242,7 @@ class ProducerStateManager:
                 self.delete_snapshot(offset)
         if log_end_offset != self.map_end_offset:
             self.producers.clear()
+            self.transactions.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start_offset)
@@ -230,6 +259,8 @@ class ProducerStateManager:
                 loaded = from_snapshot_entry(entry)
                 if not self.is_expired(loaded, now_ms, self.producer_id_expiration_ms):
                     self.producers[loaded.producer_id] = loaded
+            self.transactions.load((e.current_txn_first_offset, e.producer_id)
+                                   for e in self.producers.values() if e.current_txn_first_offset is not None)
             self.map_end_offset = self.last_snapshot_offset = offset
             return
         self.map_end_offset = self.last_snapshot_offset = log_start_offset
@@ -304,7 +335,7 @@ def _replay(
         manager.map_end_offset = max(segment.base_offset, manager.map_end_offset, log_start_offset)
         if segment.base_offset in snapshot_points:
             manager.take_snapshot()
-        manager.append_replayed(segment_batches(segment, manager.map_end_offset, last_offset))
+        manager.append_replayed(segment_batches(segment, manager.map_end_offset, last_offset), segment)
 
 
 def with_markers(

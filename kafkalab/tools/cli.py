@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "delete-records": ("delete_records", "Move partitions' log start offsets from a JSON file (kafka-delete-records.sh)."),
     "server-start": ("server_start", "Run a broker that real Kafka clients can use (kafka-server-start.sh)."),
     "topics": ("topics", "Create, list, describe, alter and delete topics (kafka-topics.sh)."),
+    "consumer-groups": ("consumer_groups", "List, describe, reset and delete consumer groups (kafka-consumer-groups.sh)."),
     "console-producer": ("console_producer", "Send lines from stdin as records (kafka-console-producer.sh)."),
     "console-consumer": ("console_consumer", "Print records of a partition to stdout (kafka-console-consumer.sh)."),
     "producer-perf-test": ("producer_perf_test", "Measure produce throughput and latency (kafka-producer-perf-test.sh)."),

@@ -18,6 +18,11 @@ appends them in order, in producer-sized batches, through ``Log.append_as_leader
 :class:`~kafkalab.clock.ManualClock` that follows the records' timestamps. Same arguments, same
 bytes on disk -- whatever the number of workers.
 
+``--data-dir`` may also be an object-store URL (``s3://bucket/logs``, ``gs://…``, ``hdfs://…``,
+``abfs://…``). The storage engine writes segments with positional writes, which object stores do
+not offer, so the topic is written to a local scratch directory first and then uploaded, file by
+file, with a progress bar; the scratch directory is removed afterwards.
+
 Worked example: ``--records 10000000 --partitions 6 --keys 100000 --key-skew zipf:1.1
 --value-bytes 100`` writes ~1.2 GB; the hottest key alone holds ~8 % of all records, and its
 partition is ~1.4x larger than the average one.
@@ -28,6 +33,8 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,7 +274,8 @@ def generate(spec: GenSpec, workers: int | None = None, show_progress: bool = Tr
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", required=True, help="log directory to write <topic>-<n> into")
+    parser.add_argument("--data-dir", required=True,
+                        help="log directory to write <topic>-<n> into, or an object-store URL (s3://bucket/logs)")
     parser.add_argument("--topic", required=True)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -298,9 +306,21 @@ def spec_from_args(args: argparse.Namespace) -> GenSpec:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kafkalab.spark.files import Location, copy_tree, is_url
+
+    target = args.data_dir
+    staging = tempfile.mkdtemp(prefix="kafkalab-gen-log-") if is_url(target) else None
+    if staging is not None:
+        args.data_dir = staging
     spec = spec_from_args(args)
     started = time.perf_counter()
-    written = generate(spec, args.workers)
+    try:
+        written = generate(spec, args.workers)
+        if staging is not None:
+            copy_tree(Location.of(staging), Location.of(target))
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     elapsed = time.perf_counter() - started
     for partition, count in written.items():
         print(f"{spec.topic}-{partition}: {count} records")

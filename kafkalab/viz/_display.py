@@ -31,3 +31,54 @@ def show(live: Callable[[], Any], static: Callable[[], Any]) -> Any:
     widget = live()
     display(widget)
     return widget
+
+
+FIGURE_CLASS = "kafkalab-figure"
+SUMMARY_CLASS = "kafkalab-summary"
+
+
+class FigurePanel:
+    """A live widget's drawing with its text summary next to it.
+
+    Every redraw replaces both: the figure as a PNG whose ``alt`` text is the summary, and the
+    summary itself as a visible line marked ``role="status"``, so a screen reader announces what
+    changed and a reader who would rather read than look gets the same facts. The summary comes
+    from the engine's state, never from the image, which is also what the browser tests read to
+    check that moving a control changed the drawing the way the engine says it should.
+    """
+
+    def __init__(self, dpi: int = 90) -> None:
+        import ipywidgets as widgets
+
+        self.dpi = dpi
+        self.image = widgets.HTML()
+        self.image.add_class(FIGURE_CLASS)
+        self.summary = widgets.HTML()
+        self.summary.add_class(SUMMARY_CLASS)
+        self.widget = widgets.VBox([self.image, self.summary])
+        self.text = ""
+
+    def show(self, figure: Any, summary: str) -> None:
+        """Draw ``figure`` (then close it) with ``summary`` as its alt text and caption."""
+        import base64
+        import html
+        import io
+
+        import matplotlib.pyplot as plt
+
+        png = io.BytesIO()
+        figure.savefig(png, format="png", dpi=self.dpi)
+        plt.close(figure)
+        encoded = base64.b64encode(png.getvalue()).decode("ascii")
+        alt = html.escape(summary, quote=True)
+        self.image.value = f'<img src="data:image/png;base64,{encoded}" alt="{alt}" style="max-width:100%">'
+        self.summary.value = f'<p role="status" aria-live="polite">{html.escape(summary)}</p>'
+        self.text = summary
+
+    def message(self, text: str) -> None:
+        """Replace the drawing with a message (e.g. why the inputs cannot be drawn)."""
+        import html
+
+        self.image.value = ""
+        self.summary.value = f'<p role="status" aria-live="polite">{html.escape(text)}</p>'
+        self.text = text

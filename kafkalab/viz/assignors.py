@@ -33,7 +33,6 @@ without a display; :func:`figure` draws it; :func:`live` wraps it in ipywidgets,
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -235,11 +234,21 @@ def _parse_partitions(text: str) -> tuple[int, ...]:
         raise ConfigError(f"partitions per topic {text!r}: comma-separated integers, e.g. 10,4") from None
 
 
+def summary(story: Story, revoked: dict[str, list[int]]) -> str:
+    """The grid in words: partitions per member before and after, and what each protocol revoked."""
+    def counts(grid: Grid) -> str:
+        return ", ".join(f"{member}: {len(tps)}" for member, tps in sorted(grid.items()))
+
+    table = ", ".join(f"{name} {value}" for name, value in revoked.items())
+    return (f"{story.params.assignor}: generation 1 gives {counts(story.before)}; after the change "
+            f"{counts(story.after)}; {len(story.moved)} partitions moved; revoked per rebalance: {table}.")
+
+
 def live(params: GroupParams) -> Any:
     """Controls for the group and the change; the grid and the revocation table redraw on change."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
+
+    from kafkalab.viz._display import FigurePanel
 
     style = {"description_width": "150px"}
     assignor = widgets.Dropdown(options=sorted(ASSIGNORS), value=params.assignor, description="assignor", style=style)
@@ -250,28 +259,22 @@ def live(params: GroupParams) -> Any:
     subscriptions = widgets.Text(value=" ".join(params.subscriptions), description="subscriptions",
                                  placeholder="all; or per consumer, e.g. ab a b", continuous_update=False, style=style)
     change = widgets.ToggleButtons(options=list(CHANGES), value=params.change, description="then a member")
-    output = widgets.Output()
+    panel = FigurePanel(dpi=80)
 
     def redraw(_change: object = None) -> None:
-        output.outputs = ()
         try:
             chosen = GroupParams(assignor.value, consumers.value, _parse_partitions(partitions.value),
                                  tuple(subscriptions.value.split()), change.value)
         except ConfigError as error:
-            output.append_stdout(f"{error}\n")
+            panel.message(str(error))
             return
-        fig = figure(rebalance_story(chosen))
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=80)
-        plt.close(fig)
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
-        table = revocation_table(chosen)
-        output.append_stdout("revoked per rebalance: " + ", ".join(f"{n} {v}" for n, v in table.items()) + "\n")
+        story = rebalance_story(chosen)
+        panel.show(figure(story), summary(story, revocation_table(chosen)))
 
     for control in (assignor, consumers, partitions, subscriptions, change):
         control.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([assignor, consumers, partitions, subscriptions, change, output])
+    box = widgets.VBox([assignor, consumers, partitions, subscriptions, change, panel.widget])
     box.add_class("kafkalab-assignor-widget")
     return box
 

@@ -33,7 +33,6 @@ stays; the log start offset becomes 12.
 
 from __future__ import annotations
 
-import io
 import random
 import shutil
 import tempfile
@@ -308,6 +307,15 @@ def figure(state: CleanupState, title: str = "") -> Any:
     return fig
 
 
+def summary(state: CleanupState, policy: str) -> str:
+    """The cleanup in words: what the figure's title says."""
+    gaps = len(state.gaps)
+    return (f"cleanup.policy={policy}: {len(state.before.records)} -> {len(state.after.records)} records, "
+            f"{state.before.size_bytes} -> {state.after.size_bytes} bytes; "
+            f"segments deleted {list(state.deleted_segments)}, rewritten {list(state.replaced_segments)}; "
+            f"{gaps} offset gap{'s' if gaps != 1 else ''}.")
+
+
 def _slider(kind: Any, name: str, value: int, low: int, high: int, step: int) -> Any:
     return kind(value=value, min=low, max=high, step=step, description=name, continuous_update=False,
                 style={"description_width": "170px"}, layout={"width": "520px"})
@@ -318,8 +326,8 @@ def live(params: CleanupParams) -> Any:
     import dataclasses
 
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
+
+    from kafkalab.viz._display import FigurePanel
 
     policy = widgets.Dropdown(options=list(POLICIES), value=params.policy, description="cleanup.policy",
                               style={"description_width": "170px"})
@@ -336,21 +344,17 @@ def live(params: CleanupParams) -> Any:
         "delete_retention_ms": _slider(widgets.IntSlider, "delete.retention.ms", min(params.delete_retention_ms, 60_000),
                                        0, 60_000, 1000),
     }
-    output = widgets.Output()
+    panel = FigurePanel(dpi=90)
 
     def redraw(_change: object = None) -> None:
         chosen = dataclasses.replace(params, policy=policy.value, **{n: s.value for n, s in sliders.items()})
-        fig = figure(run_cleanup(chosen), f"cleanup.policy={chosen.policy}")
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=90)
-        plt.close(fig)
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        state = run_cleanup(chosen)
+        panel.show(figure(state, f"cleanup.policy={chosen.policy}"), summary(state, chosen.policy))
 
     for control in (policy, *sliders.values()):
         control.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([policy, *sliders.values(), output])
+    box = widgets.VBox([policy, *sliders.values(), panel.widget])
     box.add_class("kafkalab-cleanup-widget")
     return box
 

@@ -33,7 +33,6 @@ batch holding offsets 21..42 -- 900 bytes scanned.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -405,12 +404,24 @@ def trace(log: Log, mode: str, target: int) -> LookupTrace:
     return tracers[mode](log, target)
 
 
+def summary(lookup: LookupTrace) -> str:
+    """The lookup in words: the segment chosen, each index probe, and the bytes scanned."""
+    probes = ", ".join(f"{p.index} slot {p.slot} (key {p.key})" for p in lookup.probes) or "none"
+    found = ("no batch at or after the target" if lookup.found_position < 0
+             else f"found at position {lookup.found_position}, offset {lookup.found_offset}")
+    return (f"{lookup.mode} {lookup.target}: segment {lookup.segment_base_offset}; "
+            f"{len(lookup.probes)} index probes: {probes}; scan starts at position {lookup.start_position}, "
+            f"{lookup.bytes_scanned} bytes scanned; {found}.")
+
+
 def live(log: Log, mode: str = "offset", target: int = 0) -> Any:
     """A mode toggle and a target slider over ``log``, redrawing the lookup on every change."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
+    from kafkalab.book import keep_for_widgets
+    from kafkalab.viz._display import FigurePanel
+
+    keep_for_widgets(log.directory)  # a reader may come back to the widget after the last cell
     first_batch = log.segments[0].entry_at(0)
     first_ts = first_batch.max_timestamp if first_batch is not None else 0
     last_ts = max(s.max_timestamp_so_far for s in log.segments)
@@ -419,15 +430,11 @@ def live(log: Log, mode: str = "offset", target: int = 0) -> Any:
     low, high = ranges[mode]
     slider = widgets.IntSlider(value=min(max(target, low), high), min=low, max=high, description="target",
                                continuous_update=False, layout={"width": "620px"})
-    output = widgets.Output()
+    panel = FigurePanel(dpi=90)
 
     def redraw(_change: object = None) -> None:
-        fig = figure(trace(log, toggle.value, slider.value), log)
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=90)
-        plt.close(fig)
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        lookup = trace(log, toggle.value, slider.value)
+        panel.show(figure(lookup, log), summary(lookup))
 
     def on_mode(_change: object) -> None:
         low, high = ranges[toggle.value]
@@ -443,7 +450,7 @@ def live(log: Log, mode: str = "offset", target: int = 0) -> Any:
     toggle.observe(on_mode, names="value")
     slider.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([toggle, slider, output])
+    box = widgets.VBox([toggle, slider, panel.widget])
     box.add_class("kafkalab-index-search-widget")
     return box
 

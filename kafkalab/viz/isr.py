@@ -29,7 +29,6 @@ Worked example (:func:`scenario`, seed 7: leader 3, ISR [1, 2, 3], min.insync.re
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,25 +324,20 @@ def _draw_isr_bands(ax: Any, line: Timeline, nodes: list[int]) -> None:
 def live(lab: IsrLab) -> Any:
     """Buttons to slow, kill, cut off or heal a follower and to advance time; redraws each time."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
+    from kafkalab.book import keep_for_widgets
+    from kafkalab.viz._display import FigurePanel
+
+    keep_for_widgets(lab.cluster.data_dir)  # a reader may come back to the widget after the last cell
     follower = widgets.Dropdown(options=sorted(lab.cluster.nodes), value=lab.followers()[0], description="broker")
     delay = widgets.IntSlider(value=200, min=0, max=40_000, step=100, description="delay (ms)",
                               continuous_update=False)
     seconds = widgets.IntSlider(value=15, min=1, max=120, description="advance (s)", continuous_update=False)
-    status = widgets.HTML()
-    output = widgets.Output()
+    panel = FigurePanel(dpi=FIGURE_DPI)
 
     def redraw() -> None:
         line = lab.timeline()
-        fig = figure(line)
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=FIGURE_DPI)
-        plt.close(fig)
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
-        status.value = _status(line)
+        panel.show(figure(line), summary(line))
 
     actions = {
         "slow": lambda: lab.slow(follower.value, delay.value),
@@ -364,16 +358,20 @@ def live(lab: IsrLab) -> Any:
         button.on_click(clicked(action))
         buttons.append(button)
     redraw()
-    box = widgets.VBox([widgets.HBox([follower, delay, seconds]), widgets.HBox(buttons), status, output])
+    box = widgets.VBox([widgets.HBox([follower, delay, seconds]), widgets.HBox(buttons), panel.widget])
     box.add_class("kafkalab-isr-widget")
     return box
 
 
-def _status(line: Timeline) -> str:
+def summary(line: Timeline) -> str:
+    """The latest moment in words: leader, ISR, each replica's LEO and HW, the last answer."""
     last = line.samples[-1]
     answer = line.produces[-1].error_name if line.produces else "none yet"
-    return (f"t = {last.time_ms / 1000:.1f} s &nbsp; leader {last.leader} (epoch {last.leader_epoch}) "
-            f"&nbsp; ISR {list(last.isr)} &nbsp; last produce answer: {answer}")
+    replicas = "; ".join(
+        f"broker {r.node_id}: " + ("down" if r.log_end_offset is None else f"LEO {r.log_end_offset}, HW {r.high_watermark}")
+        for r in last.replicas)
+    return (f"t = {last.time_ms / 1000:.1f} s: leader {last.leader} (epoch {last.leader_epoch}), "
+            f"ISR {list(last.isr)}; {replicas}; last produce answer: {answer}.")
 
 
 def show_isr(data_dir: Path, seed: int = 7) -> Any:
@@ -396,4 +394,4 @@ def show_isr(data_dir: Path, seed: int = 7) -> Any:
 
 
 __all__ = ["IsrLab", "Marker", "ProduceOutcome", "ReplicaSample", "Sample", "Timeline", "figure", "live",
-           "markers", "scenario", "show_isr", "take_sample", "timeline"]
+           "markers", "scenario", "show_isr", "summary", "take_sample", "timeline"]

@@ -25,7 +25,6 @@ appends give segments with base offsets 0, 11, 22, 33, the first three rolled by
 
 from __future__ import annotations
 
-import io
 import shutil
 import tempfile
 from collections import Counter
@@ -189,6 +188,15 @@ def figure(state: RollingState, params: RollingParams) -> Any:
     return fig
 
 
+def summary(state: RollingState, params: RollingParams) -> str:
+    """The strip in words: what the figure's title says, plus the active segment's size."""
+    counts = state.roll_counts
+    rolls = ", ".join(f"{reason} x{n}" for reason, n in sorted(counts.items())) or "none"
+    active = state.bars[-1].size_bytes if state.bars else 0
+    return (f"{len(state.bars)} segments for {state.log_end_offset} records of {params.record_bytes} B; "
+            f"rolls: {rolls}; the active segment holds {active} bytes.")
+
+
 def _slider(kind: Any, name: str, value: float, low: float, high: float, step: float) -> Any:
     return kind(value=value, min=low, max=high, step=step, description=name,
                 continuous_update=False, style={"description_width": "150px"},
@@ -198,8 +206,8 @@ def _slider(kind: Any, name: str, value: float, low: float, high: float, step: f
 def live(params: RollingParams) -> Any:
     """Sliders for the roll settings, redrawing the strip on every change."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
+
+    from kafkalab.viz._display import FigurePanel
 
     sliders = {
         "segment_bytes": _slider(widgets.IntSlider, "segment.bytes", params.segment_bytes, 1024, 32768, 512),
@@ -211,24 +219,18 @@ def live(params: RollingParams) -> Any:
     }
     sliders["index_interval_bytes"] = _slider(widgets.IntSlider, "index.interval.bytes",
                                               params.index_interval_bytes, 0, 8192, 64)
-    output = widgets.Output()
+    panel = FigurePanel(dpi=FIGURE_DPI)
 
     def redraw(_change: object = None) -> None:
         values = {name: slider.value for name, slider in sliders.items()}
         chosen = RollingParams(appends=params.appends, **values)
-        fig = figure(run_rolling(chosen), chosen)
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=FIGURE_DPI)
-        plt.close(fig)
-        # Setting the outputs directly (instead of ``with output: display(...)``) works with
-        # and without a kernel, so the same code runs in JupyterLab and in pytest.
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        state = run_rolling(chosen)
+        panel.show(figure(state, chosen), summary(state, chosen))
 
     for slider in sliders.values():
         slider.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([*sliders.values(), output])
+    box = widgets.VBox([*sliders.values(), panel.widget])
     box.add_class("kafkalab-segments-widget")
     return box
 

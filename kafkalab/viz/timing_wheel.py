@@ -27,7 +27,6 @@ both adds there are three levels; level 1 bucket 10 (expiring at 200) and level 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -335,14 +334,25 @@ def storyboard(frames: Sequence[tuple[str, WheelState]]) -> Any:
     return fig
 
 
+def summary(state: WheelState, caption: str) -> str:
+    """The wheels in words: the clock, what waits in which wheel, and what has fired."""
+    waiting = "; ".join(
+        f"wheel {level.level} ({level.tick_ms} ms per bucket): "
+        + (", ".join(f"{name} in bucket {i}" for i, names in enumerate(level.buckets) for name in names) or "empty")
+        for level in state.levels)
+    fired = ", ".join(f"{name} at {at} ms" for name, at in state.fired) or "nothing"
+    return (f"{caption}. Wheel time {state.now_ms} ms. {waiting}. Fired: {fired}. "
+            f"{state.advances} advances, {state.flushes} flushes, {state.cascades} cascades.")
+
+
 def live(tick_ms: int = 1, wheel_size: int = 20, session: WheelSession | None = None) -> Any:
     """Buttons to add a task and move the clock, redrawing the wheels after each click.
 
     Pass a ``session`` to drive (and inspect) a timer of your own; otherwise a fresh one is made.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
+
+    from kafkalab.viz._display import FigurePanel
 
     if session is None:
         session = WheelSession(tick_ms=tick_ms, wheel_size=wheel_size)
@@ -353,16 +363,12 @@ def live(tick_ms: int = 1, wheel_size: int = 20, session: WheelSession | None = 
     add_button = widgets.Button(description="add task")
     step_button = widgets.Button(description="advance clock")
     jump_button = widgets.Button(description="jump to next bucket")
-    output = widgets.Output()
+    panel = FigurePanel(dpi=FIGURE_DPI)
     caption = ["start"]
 
     def redraw() -> None:
-        fig = figure(session.state(), caption[0])
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=FIGURE_DPI)
-        plt.close(fig)
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        state = session.state()
+        panel.show(figure(state, caption[0]), summary(state, caption[0]))
 
     def on_add(_: object) -> None:
         caption[0] = f"added {session.add(delay.value)}"
@@ -383,7 +389,7 @@ def live(tick_ms: int = 1, wheel_size: int = 20, session: WheelSession | None = 
     jump_button.on_click(on_jump)
     redraw()
     box = widgets.VBox([widgets.HBox([delay, add_button]),
-                        widgets.HBox([step, step_button, jump_button]), output])
+                        widgets.HBox([step, step_button, jump_button]), panel.widget])
     box.add_class("kafkalab-timing-wheel-widget")
     return box
 

@@ -26,6 +26,7 @@ from kafkalab.errors import (
 )
 from kafkalab.storage import Log, LogConfig, log_append
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
+from kafkalab.storage.producer_state import AppendOrigin
 
 
 def batches_of(data: bytes) -> list:
@@ -241,7 +242,7 @@ def test_the_plain_batch_path_writes_what_the_general_path_writes(tmp_path: Path
         probe = bytearray(batch)
         assert log_append.assign_plain_batch(probe, 0, 0, now, config, 0) is not None  # takes the fused path
         info = fused.append_as_leader(batch, epoch)
-        assert info == general._append_batches(bytearray(batch), epoch, now)
+        assert info == general._append_batches(bytearray(batch), epoch, now, AppendOrigin.CLIENT)
     written = b"".join(segment.log_path.read_bytes() for segment in fused.segments)  # rolled by timestamp
     assert written == b"".join(segment.log_path.read_bytes() for segment in general.segments)
     assert [b.validate_crc() for b in batches_of(written)] == [True] * len(plain_batches())

@@ -99,9 +99,11 @@ def test_figure_has_a_panel_per_rebalance() -> None:
 
 def test_live_widget_redraws_and_reports_bad_input() -> None:
     box = live(GroupParams())
-    assignor, consumers, partitions, subscriptions, change, output = box.children
-    assert any("image/png" in o.get("data", {}) for o in output.outputs)
+    assignor, consumers, partitions, subscriptions, change, panel = box.children
+    image, summary = panel.children
+    assert "data:image/png;base64," in image.value
     assignor.value = "cooperative-sticky"
-    assert "cooperative-sticky [2, 0]" in "".join(o.get("text", "") for o in output.outputs)
+    assert "cooperative-sticky [2, 0]" in summary.value
+    assert 'role="status"' in summary.value and "alt=" in image.value
     partitions.value = "x"
-    assert "comma-separated" in "".join(o.get("text", "") for o in output.outputs)
+    assert "comma-separated" in summary.value and image.value == ""

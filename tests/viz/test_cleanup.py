@@ -158,9 +158,10 @@ def test_figure_title_and_live_widget_redraw() -> None:
     fig = figure(state, "compact")
     assert "24 -> 10 records" in fig.axes[0].get_title()
     box = live(CleanupParams())
-    policy, *controls, output = box.children
-    assert len(output.outputs) == 1
+    policy, *controls, panel = box.children
+    image, summary = panel.children
+    assert "24 -&gt; 10 records" in summary.value and "data:image/png;base64," in image.value
     policy.value = "delete"
     sliders = {c.description: c for c in controls}
     sliders["retention.ms"].value = 10_000
-    assert len(output.outputs) == 1 and "image/png" in output.outputs[0]["data"]
+    assert "cleanup.policy=delete" in summary.value and "data:image/png;base64," in image.value

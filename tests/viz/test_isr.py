@@ -124,7 +124,8 @@ def test_widget_buttons_drive_the_cluster(tmp_path: Path) -> None:
         assert not lab.cluster.nodes[target].alive
         buttons["advance"].click()  # 15 s: past broker.session.timeout.ms, so it is fenced
         assert target not in lab.samples[-1].isr
-        assert "ISR" in box.children[2].value
+        summary = box.children[2].children[1].value
+        assert "ISR" in summary and f"broker {target}: down" in summary
         with pytest.raises(ValueError):
             lab.advance(0)
     finally:

@@ -153,5 +153,5 @@ def test_live_widget_buttons_drive_the_timer() -> None:
     step.value = 5
     step_button.click()
     assert session.clock.milliseconds() == 845
-    output = box.children[2]
-    assert len(output.outputs) == 1 and "image/png" in output.outputs[0]["data"]
+    image, summary = box.children[2].children
+    assert "data:image/png;base64," in image.value and "Wheel time 840 ms" in summary.value

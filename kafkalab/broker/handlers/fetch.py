@@ -9,9 +9,18 @@ match the leader's log is answered with ``diverging_epoch`` instead of records (
 
 Size limits follow KIP-74: ``max_bytes`` bounds the response and ``partition_max_bytes`` each
 partition, but the first batch found is returned whole even when it is larger than either
-limit, so a consumer can always make progress. Reads stop at the high watermark (which is also
-the last stable offset: kafkalab has no transactions yet, so read_committed and
-read_uncommitted see the same records and ``aborted_transactions`` is empty).
+limit, so a consumer can always make progress.
+
+A consumer's ``isolation_level`` decides where its reads stop (KIP-98). read_uncommitted (0)
+reads to the high watermark and gets ``aborted_transactions`` null. read_committed (1) reads to
+the last stable offset -- the first offset of the oldest transaction not yet decided -- and gets
+the aborted transactions (producer id, first offset) overlapping the batches it was sent,
+collected from the segments' ``.txnindex`` files; the consumer drops a producer's records
+from that first offset up to the producer's ABORT marker, and skips every control batch.
+Every successful answer carries the partition's real ``last_stable_offset``. Worked example:
+offsets 0-1 are an aborted transaction of producer 7 (marker at 2), 3 is plain, 4-5 are an
+open transaction: read_committed from 0 gets offsets 0-3 with ``aborted_transactions=[(7, 0)]``
+and ``last_stable_offset=4``; read_uncommitted gets 0-5 and null.
 
 If the partitions together hold fewer than ``min_bytes`` and ``max_wait_ms`` > 0, the request
 is parked as a ``DelayedFetch`` in the broker's fetch purgatory (see
@@ -23,7 +32,8 @@ is parked as a ``DelayedFetch`` in the broker's fetch purgatory (see
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+import functools
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
 from kafkalab.replication.partition import NotLeaderOrFollowerError, Partition
@@ -33,6 +43,7 @@ from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
 from kafkalab.protocol.types import RecordsParts
+from kafkalab.storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
@@ -40,6 +51,8 @@ if TYPE_CHECKING:
 _R = FETCH_RESPONSE.cls
 _T = _R.FetchableTopicResponse
 _P = _T.PartitionData
+READ_COMMITTED = 1  # isolation_level: 0 read_uncommitted, 1 read_committed (KIP-98)
+ABORTED_ENTRIES_CACHED = 4096  # response entries for aborted transactions kept for reuse
 
 
 def handle_fetch(broker: Broker, request: Request) -> Any:
@@ -78,7 +91,8 @@ def read_partitions(broker: Broker, body: Any) -> tuple[Any, int, bool]:
         partitions = []
         for wanted in topic.partitions:
             limit = min(wanted.partition_max_bytes, remaining_bytes)
-            data, size_bytes = _read_one(broker, topic.topic, wanted, limit, min_one_message, body.replica_id)
+            data, size_bytes = _read_one(broker, topic.topic, wanted, limit, min_one_message, body.replica_id,
+                                         body.isolation_level == READ_COMMITTED)
             had_error = had_error or data.error_code != 0
             if size_bytes:
                 min_one_message = False
@@ -91,6 +105,7 @@ def read_partitions(broker: Broker, body: Any) -> tuple[Any, int, bool]:
 
 def _read_one(
     broker: Broker, topic: str, wanted: Any, limit: int, min_one_message: bool, replica_id: int,
+    read_committed: bool,
 ) -> tuple[Any, int]:
     hosted = broker.topics.partition(topic, wanted.partition)
     if hosted is None:
@@ -101,31 +116,50 @@ def _read_one(
         broker.check_online(log)
     except KafkaError as error:  # an offline log directory: no offsets to report, as in Kafka
         return _P(partition_index=wanted.partition, error_code=error.error_code, high_watermark=-1, records=None), 0
-    high_watermark = log.high_watermark
-    log_start_offset = log.log_start_offset
+    offsets = _Offsets(log.high_watermark, log.last_stable_offset, log.log_start_offset)
     try:
         max_offset = _check_reader(hosted.partition, wanted, replica_id)
     except _Diverging as diverging:
         epoch = _P.EpochEndOffset(epoch=diverging.answer.epoch, end_offset=diverging.answer.end_offset)
-        return dataclasses.replace(_partition(wanted, 0, high_watermark, log_start_offset, b""),
-                                   diverging_epoch=epoch), 0
+        return dataclasses.replace(_partition(wanted, 0, offsets, b""), diverging_epoch=epoch), 0
     except KafkaError as error:
-        return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
+        return _partition(wanted, error.error_code, offsets, None), 0
+    read_committed = read_committed and replica_id < 0  # followers copy everything
+    if read_committed:
+        max_offset = offsets.last_stable_offset
     fetch_offset = wanted.fetch_offset
-    if fetch_offset > log.log_end_offset or fetch_offset < log_start_offset:
-        return _partition(wanted, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start_offset, None), 0
+    if fetch_offset > log.log_end_offset or fetch_offset < offsets.log_start_offset:
+        return _partition(wanted, ErrorCode.OFFSET_OUT_OF_RANGE, offsets, None), 0
     # Between the HW and the LEO a consumer gets nothing yet, not an error (Kafka's LocalLog.read).
     upper = log.log_end_offset if max_offset is None else max_offset
     if (limit <= 0 and not min_one_message) or fetch_offset >= upper:
-        return _partition(wanted, 0, high_watermark, log_start_offset, b""), 0
+        return _partition(wanted, 0, offsets, b"", () if read_committed else None), 0
     try:
         info = log.read(fetch_offset, max(limit, 1), max_offset=max_offset, min_one_message=min_one_message)
+        aborted = _aborted(log.aborted_transactions_in(info)) if read_committed else None
     except KafkaError as error:
         broker.on_storage_error(error)
-        return _partition(wanted, error.error_code, high_watermark, log_start_offset, None), 0
+        return _partition(wanted, error.error_code, offsets, None), 0
     slices = tuple(info.slices)  # the storage layer's file slices, sent as they are
     size_bytes = sum(s.size_bytes for s in slices)
-    return _partition(wanted, 0, high_watermark, log_start_offset, RecordsParts(slices)), size_bytes
+    return _partition(wanted, 0, offsets, RecordsParts(slices), aborted), size_bytes
+
+
+class _Offsets(NamedTuple):
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+
+
+def _aborted(found: list[AbortedTxn]) -> tuple[Any, ...]:
+    return tuple(_aborted_entry(t.producer_id, t.first_offset) for t in found)
+
+
+@functools.lru_cache(maxsize=ABORTED_ENTRIES_CACHED)
+def _aborted_entry(producer_id: int, first_offset: int) -> Any:
+    """One response entry; consecutive read_committed fetches name the same aborted
+    transactions again and again, and the messages are immutable, so they are shared."""
+    return _P.AbortedTransaction(producer_id=producer_id, first_offset=first_offset)
 
 
 class _Diverging(Exception):
@@ -167,12 +201,12 @@ def _record_follower_fetch(broker: Broker, body: Any, response: Any, now_ms: int
                 broker.replica_manager.propose(proposal)
 
 
-def _partition(wanted: Any, error_code: int, high_watermark: int, log_start_offset: int, records: Any) -> Any:
-    """A partition's answer; failed reads carry no records and a null aborted_transactions,
-    successful ones an empty list (kafkalab writes no transactions yet)."""
-    return _P(partition_index=wanted.partition, error_code=error_code, high_watermark=high_watermark,
-              last_stable_offset=high_watermark, log_start_offset=log_start_offset,
-              aborted_transactions=None if records is None else (), records=records)
+def _partition(wanted: Any, error_code: int, offsets: _Offsets, records: Any,
+               aborted: tuple[Any, ...] | None = None) -> Any:
+    """A partition's answer; ``aborted`` is null unless the reader is read_committed."""
+    return _P(partition_index=wanted.partition, error_code=error_code, high_watermark=offsets.high_watermark,
+              last_stable_offset=offsets.last_stable_offset, log_start_offset=offsets.log_start_offset,
+              aborted_transactions=aborted, records=records)
 
 
 def on_partition_appended(broker: Broker, topic: str, partition: int) -> None:

@@ -68,6 +68,7 @@ from kafkalab.protocol.messages.topics import (
     DELETE_TOPICS_REQUEST,
     DELETE_TOPICS_RESPONSE,
 )
+from kafkalab.protocol.messages.txn_markers import WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import Message
 
@@ -97,6 +98,7 @@ SCHEMAS: dict[int, tuple[Message, Message]] = {
     ApiKey.DELETE_GROUPS: (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
     ApiKey.OFFSET_DELETE: (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
+    ApiKey.WRITE_TXN_MARKERS: (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
 }
 assert all(request.api_key == response.api_key == key for key, (request, response) in SCHEMAS.items())
 

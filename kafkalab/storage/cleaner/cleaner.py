@@ -39,9 +39,12 @@ write the same bytes. Legacy v0/v1 entries are compacted too, in their own forma
 *legacy delete horizon* -- the last clean segment's largest timestamp minus
 ``delete.retention.ms`` (Kafka uses the file's mtime, which kafkalab never trusts).
 
-Transactional data: aborted batches and their markers are removed only under Kafka's rules,
-which need the transaction index; until transactions land, control batches are always kept
-and :func:`~.rules.is_aborted` keeps every data batch (the hook for that issue).
+Transactions: both phases read the aborted transactions of the range from the ``.txnindex``
+files (``Log.collect_aborted_transactions``) into a :class:`~.rules.CleanedTransactions`. An
+aborted transaction's data batches put no keys in the map and are dropped; its markers go only
+under Kafka's rules (see :mod:`.rules`), and each ABORT that stays has its entry written into
+the cleaned segment's ``.txnindex``. The copy phase's state runs across every group of one
+clean, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -57,16 +60,17 @@ from kafkalab.storage.cleaner.fast_map import FastOffsetMap
 from kafkalab.storage.cleaner.fast_path import DECODED_BYTES_MAX, Cleaned, DecodedChunks
 from kafkalab.storage.cleaner.offset_map import OffsetMap
 from kafkalab.storage.cleaner.reference import KeyOffsetMap
-from kafkalab.storage.cleaner.rules import LastRecord, RetentionRule, is_aborted
+from kafkalab.storage.cleaner.rules import CleanedTransactions, LastRecord, RetentionRule
 from kafkalab.storage.cleaner.stats import CleanerStats
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.segment import SEGMENT_FILE_BYTES_MAX, SEGMENT_SUFFIXES, LogSegment, file_name
+from kafkalab.storage.txn_index import AbortedTxn
 
 CLEANED_SUFFIX = ".cleaned"
 RELATIVE_OFFSET_MAX = 2**31 - 1  # a segment addresses offsets as int32 deltas from its base
 
 FaultHook = Callable[[str], None]
-__all__ = ["CleanResult", "Cleaner", "CleanerStats", "is_aborted", "read_segment"]
+__all__ = ["CleanResult", "Cleaner", "CleanerStats", "read_segment"]
 
 
 class CleanableLog(Protocol):
@@ -80,6 +84,8 @@ class CleanableLog(Protocol):
     def new_segment(self, base_offset: int, suffix: str = "") -> LogSegment: ...
 
     def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None: ...
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +131,13 @@ def build_offset_map(log: CleanableLog, start_offset: int, end_offset: int, offs
     (Kafka's ``buildOffsetMap``); ``offset_map`` has been cleared by the caller. The compiled
     path keeps each chunk's decoding in ``decoded`` for the copy phase."""
     offset_map.update_latest_offset(start_offset - 1)
+    transactions = CleanedTransactions(log.collect_aborted_transactions(start_offset, end_offset))
     dirty = segments_between(log, start_offset, end_offset)
     for index, segment in enumerate(dirty):
         next_start = dirty[index + 1].base_offset if index + 1 < len(dirty) else end_offset
         position = segment.offset_index.lookup(start_offset).position if index == 0 else 0
         for chunk in read_chunks(segment, position, buffers):
-            if _map_chunk(chunk, start_offset, offset_map, stats, fast, decoded):
+            if _map_chunk(chunk, start_offset, offset_map, stats, fast, transactions, decoded):
                 return
         # Offsets may have gaps (an earlier clean): the map has seen everything below the next
         # segment's base offset.
@@ -138,11 +145,13 @@ def build_offset_map(log: CleanableLog, start_offset: int, end_offset: int, offs
 
 
 def _map_chunk(chunk: Chunk, start_offset: int, offset_map: KeyOffsetMap, stats: CleanerStats, fast: bool,
-               decoded: DecodedChunks | None) -> bool:
+               transactions: CleanedTransactions, decoded: DecodedChunks | None) -> bool:
     if fast:
-        return fast_path.map_chunk(chunk, start_offset, cast(FastOffsetMap, offset_map), stats, decoded)
+        return fast_path.map_chunk(chunk, start_offset, cast(FastOffsetMap, offset_map), stats, transactions,
+                                   decoded)
     stats.map_bytes_read += len(chunk.data)
-    return any(reference.map_batch(h, chunk.data, start_offset, offset_map, stats) for h in chunk.headers())
+    return any(reference.map_batch(h, chunk.data, start_offset, offset_map, stats, transactions)
+               for h in chunk.headers())
 
 
 # --- step 2: grouping ---------------------------------------------------------------------------
@@ -230,7 +239,7 @@ class Cleaner:
         if end_offset == 0:
             return CleanResult(0, stats)
         rule = RetentionRule(now_ms, log.config.delete_retention_ms, first_uncleanable_offset,
-                             dict(active_producers or {}))
+                             dict(active_producers or {}), CleanedTransactions())
         legacy_horizon_ms = legacy_delete_horizon_ms(log, first_dirty_offset)
         candidates = segments_between(log, 0, end_offset)
         for group in group_segments_by_size(candidates, log.config.segment_bytes, log.config.segment_index_bytes):
@@ -251,11 +260,18 @@ class Cleaner:
         for suffix in SEGMENT_SUFFIXES:  # leftovers of an interrupted clean
             (group[0].directory / (file_name(base_offset, suffix) + CLEANED_SUFFIX)).unlink(missing_ok=True)
         cleaned = log.new_segment(base_offset, CLEANED_SUFFIX)
-        for segment in group:
+        transactions = rule.transactions
+        transactions.kept_index = []
+        for slot, segment in enumerate(group):
             stats.bytes_read += segment.size_bytes
+            # The whole segment's range: the cleaned .txnindex is rebuilt from what stays.
+            upper = group[slot + 1].base_offset if slot + 1 < len(group) else segment.read_next_offset()
+            transactions.add_aborted(log.collect_aborted_transactions(segment.base_offset, upper))
             retain_legacy = segment.max_timestamp_so_far > legacy_horizon_ms
             for chunk in read_chunks(segment, 0, self._buffers):
                 append_cleaned(cleaned, self._filter_chunk(chunk, rule, retain_legacy, stats), stats)
+        for entry in transactions.kept_index:
+            cleaned.txn_index.append(entry)
         cleaned.on_become_inactive()  # replace_segments fsyncs it before the swap
         self._fault("cleaned-written")
         log.replace_segments([cleaned], group)

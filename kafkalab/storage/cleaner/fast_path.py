@@ -67,11 +67,12 @@ from kafkalab.storage.cleaner.chunks import Chunk, ChunkBuffers, V2Plan, plan_v2
 from kafkalab.storage.cleaner.fast_map import FastOffsetMap, get_offsets, hash_keys, put_batches
 from kafkalab.storage.cleaner.rules import (
     BatchRetention,
+    CleanedTransactions,
     RetentionRule,
     REBUILT_ATTRIBUTES_MASK,
     batch_retention,
     empty_batch,
-    is_aborted,
+    skip_in_map,
 )
 from kafkalab.storage.cleaner.stats import CleanerStats
 
@@ -184,20 +185,21 @@ def _decode(chunk: Chunk, decoded: DecodedChunks | None) -> Decoded:
 
 
 def map_chunk(chunk: Chunk, start_offset: int, offset_map: FastOffsetMap, stats: CleanerStats,
-              decoded: DecodedChunks | None = None) -> bool:
+              transactions: CleanedTransactions, decoded: DecodedChunks | None = None) -> bool:
     """Map one chunk's keys; True when the map filled up inside it. The chunk's decoding is
     kept in ``decoded`` for the copy phase."""
     stats.map_bytes_read += len(chunk.data)
     if not chunk.is_v2:
         stats.legacy_chunks += 1
-        return any(reference.map_batch(h, chunk.data, start_offset, offset_map, stats) for h in chunk.headers())
+        return any(reference.map_batch(h, chunk.data, start_offset, offset_map, stats, transactions)
+                   for h in chunk.headers())
     plan, h1, h2 = this = _decode(chunk, None)
     if decoded is not None and not bool(plan.is_compressed.any()):
         decoded.keep(chunk, this)
     records = plan.records
     mappable = ~plan.is_control
-    for b in np.flatnonzero(plan.is_transactional & mappable).tolist():
-        mappable[b] = not is_aborted(plan.header(b))  # the transactions hook; never true yet
+    for b in np.flatnonzero(plan.is_transactional).tolist():  # markers too: they end transactions
+        mappable[b] = not skip_in_map(plan.header(b), plan.chunk.data, transactions)
     size, latest, full, mapped = put_batches(
         offset_map.table, offset_map.size, offset_map.max_entries, h1, h2, records.offset, records.key_length,
         plan.first, plan.last_offset, mappable, start_offset, offset_map.latest_offset)
@@ -365,7 +367,7 @@ def filter_chunk(chunk: Chunk, rule: RetentionRule, offset_map: FastOffsetMap, r
         return joined([e for e in entries if e is not None])
     plan, h1, h2 = _decode(chunk, decoded)
     records = plan.records
-    retain_empty, discard = _batch_retention(plan, rule)
+    retain_empty, discard, marker_may_go = _batch_retention(plan, rule)
     retain_deletes = ~plan.has_delete_horizon | (rule.now_ms < plan.base_timestamp)
     found = get_offsets(offset_map.table, h1, h2, records.key_length)
     keep, kept, tombstones, unkeyed, removed = decide(
@@ -375,7 +377,7 @@ def filter_chunk(chunk: Chunk, rule: RetentionRule, offset_map: FastOffsetMap, r
     stats.tombstones_removed += int(removed)
     stats.records_read += len(records.offset)
     stats.records_kept += int(kept.sum())
-    needs_horizon = (tombstones > 0) & ~plan.has_delete_horizon
+    needs_horizon = ((tombstones > 0) | marker_may_go) & ~plan.has_delete_horizon
     whole = (kept == plan.records_count) & ~needs_horizon & (kept > 0)
     partial = (kept > 0) & ~whole
     stats.batches_rewritten += int(partial.sum())
@@ -388,21 +390,22 @@ def filter_chunk(chunk: Chunk, rule: RetentionRule, offset_map: FastOffsetMap, r
     return _write(plan, keep, action, horizons, new_attributes, blobs, buffers)
 
 
-def _batch_retention(plan: V2Plan, rule: RetentionRule) -> tuple[np.ndarray, np.ndarray]:
-    """(retain empty, discard) per batch. Only transactional batches, active producers' batches
-    and the round's last batch can differ from (False, False); those go through
-    :func:`~.rules.batch_retention` with a real header."""
+def _batch_retention(plan: V2Plan, rule: RetentionRule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(retain empty, discard, marker may go) per batch. Only transactional batches, active
+    producers' batches and the round's last batch can differ from (False, False, False); those
+    go through :func:`~.rules.batch_retention` with a real header, in offset order."""
     n = len(plan.position)
     retain_empty = np.zeros(n, np.bool_)
     discard = np.zeros(n, np.bool_)
+    marker_may_go = np.zeros(n, np.bool_)
     special = plan.is_transactional | (plan.last_offset + 1 == rule.upper_bound_offset)
     active = np.array([pid for pid in rule.active_producers if pid >= 0], np.int64)
     if len(active):
         special |= np.isin(plan.producer_id, active)
     for b in np.flatnonzero(special).tolist():
-        retention, discard[b] = batch_retention(plan.header(b), rule)
+        retention, discard[b], marker_may_go[b] = batch_retention(plan.header(b), rule, plan.chunk.data)
         retain_empty[b] = retention is BatchRetention.RETAIN_EMPTY
-    return retain_empty, discard
+    return retain_empty, discard, marker_may_go
 
 
 def _new_attributes(plan: V2Plan, horizons: np.ndarray) -> np.ndarray:

@@ -6,7 +6,8 @@ lines). From it and the log's state come two offsets (Kafka's ``cleanableOffsets
 
     first dirty       = checkpoint, or the log start offset if the checkpoint is missing,
                         below the log start offset or past the log end offset
-    first uncleanable = min(high watermark -- the last stable offset once transactions land,
+    first uncleanable = min(last stable offset (never past an undecided transaction; it is
+                            the high watermark when none is open),
                             the active segment's base offset,
                             the first dirty segment with a record younger than
                             min.compaction.lag.ms)
@@ -35,7 +36,9 @@ from kafkalab.config.definitions import broker_default
 from kafkalab.config.types import LONG_MAX
 from kafkalab.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, read_offsets, write_offsets
 from kafkalab.storage.cleaner.cleaner import CleanableLog, Cleaner, CleanResult
+from kafkalab.storage.cleaner.rules import LastRecord
 from kafkalab.storage.events import Listener, LogEvent, Truncated
+from kafkalab.storage.producer_state_manager import ProducerStateManager
 from kafkalab.storage.retention import largest_timestamp_ms
 
 DEDUPE_BUFFER_BYTES_DEFAULT: int = broker_default("log.cleaner.dedupe.buffer.size")
@@ -49,9 +52,13 @@ class ManagedLog(CleanableLog, Protocol):
     partition: int
     log_start_offset: int
     high_watermark: int
+    producer_state: ProducerStateManager
 
     @property
     def log_end_offset(self) -> int: ...
+
+    @property
+    def last_stable_offset(self) -> int: ...
 
 
 class WatchedLog(ManagedLog, Protocol):
@@ -83,6 +90,16 @@ class LogToClean:
         return self.dirty_ratio > self.log.config.min_cleanable_dirty_ratio
 
 
+def last_records_of_active_producers(log: ManagedLog) -> dict[int, LastRecord]:
+    """Each producer the partition remembers: its last data offset (None if only markers are
+    left of it) and epoch, whose batches a clean must keep (Kafka's
+    ``UnifiedLog.lastRecordsOfActiveProducers``)."""
+    return {
+        producer_id: LastRecord(entry.last_data_offset if entry.last_data_offset >= 0 else None, entry.producer_epoch)
+        for producer_id, entry in log.producer_state.producers.items()
+    }
+
+
 def is_compacted(log: ManagedLog) -> bool:
     return log.config.compacted
 
@@ -94,7 +111,7 @@ def cleanable_offsets(log: ManagedLog, checkpoint: int | None, now_ms: int) -> t
         first_dirty = log.log_start_offset
     else:
         first_dirty = checkpoint
-    candidates = [log.high_watermark, segments[-1].base_offset]
+    candidates = [log.last_stable_offset, segments[-1].base_offset]
     lag_ms = log.config.min_compaction_lag_ms
     if lag_ms > 0:
         for segment in segments[:-1]:
@@ -203,7 +220,8 @@ class LogCleaner:
 
     def clean_log(self, chosen: LogToClean) -> CleanOutcome:
         log = chosen.log
-        result = self.cleaner.clean(log, chosen.first_dirty_offset, chosen.first_uncleanable_offset, self._now_ms())
+        result = self.cleaner.clean(log, chosen.first_dirty_offset, chosen.first_uncleanable_offset, self._now_ms(),
+                                    last_records_of_active_producers(log))
         self.checkpoint.update(log.topic, log.partition, result.end_offset)
         return CleanOutcome(log.topic, log.partition, chosen.dirty_ratio, result)
 

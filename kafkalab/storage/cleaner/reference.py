@@ -5,7 +5,7 @@ is checked against this module byte for byte (``tests/storage/cleaner/test_fast_
 
 Map phase (Kafka's ``buildOffsetMapForSegment``), for each dirty batch in offset order::
 
-    control or aborted batch  -> no keys mapped
+    control or aborted batch  -> no keys mapped (aborted: :class:`~.rules.CleanedTransactions`)
     keyed record >= start     -> map[key] = offset, unless the map is full: then stop here
     after the batch           -> latest offset = the batch's last offset
     after the segment         -> latest offset = next segment's base - 1 (skips offset gaps)
@@ -27,12 +27,13 @@ from kafkalab.records.header import BatchHeader, Buffer, TimestampType
 from kafkalab.records.model import Record, RecordBatch
 from kafkalab.storage.cleaner.rules import (
     BatchRetention,
+    CleanedTransactions,
     RetentionRule,
     batch_retention,
     empty_batch,
-    is_aborted,
     override_last_offset,
     retains_deletes,
+    skip_in_map,
 )
 from kafkalab.storage.cleaner.stats import CleanerStats
 
@@ -53,9 +54,9 @@ class KeyOffsetMap(Protocol):
 
 
 def map_batch(batch_header: BatchHeader, data: Buffer, start_offset: int, offset_map: KeyOffsetMap,
-              stats: CleanerStats) -> bool:
+              stats: CleanerStats, transactions: CleanedTransactions) -> bool:
     """Map one entry's keys; True when the map filled up (the build stops at this record)."""
-    if not batch_header.is_control and not is_aborted(batch_header):
+    if not skip_in_map(batch_header, data, transactions):
         for record in decode_batch(data, batch_header).records:
             if record.key is None or record.offset < start_offset:
                 continue
@@ -87,7 +88,7 @@ def filter_entry(
     retain_legacy_deletes: bool, stats: CleanerStats,
 ) -> bytes | None:
     """The bytes to keep for one entry: the original, a rebuilt batch, an empty batch, or None."""
-    retention, discard = batch_retention(header, rule)
+    retention, discard, marker_may_go = batch_retention(header, rule, data)
     if retention is BatchRetention.DELETE:
         return None
     batch = decode_batch(data, header)
@@ -105,7 +106,8 @@ def filter_entry(
             stats.empty_batches_kept += 1
             return empty_batch(header)
         return None
-    needs_horizon = header.magic >= 2 and header.delete_horizon_ms is None and any(r.value is None for r in kept)
+    needs_horizon = header.magic >= 2 and header.delete_horizon_ms is None and (
+        marker_may_go or any(r.value is None for r in kept))
     if len(kept) == len(batch.records) and not needs_horizon:
         return bytes(memoryview(data)[header.position : header.end_position])
     stats.batches_rewritten += 1

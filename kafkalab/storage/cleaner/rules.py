@@ -9,7 +9,8 @@ questions. First, per batch (``checkBatchRetention``)::
                   (or is that producer's latest marker when it has no data left), or it is the
                   last batch of this cleaning round (its next offset is the round's upper
                   bound): if all its records go, a 61-byte header with no records stays
-    DELETE        an aborted transaction's batch: everything goes (the transactions hook)
+    DELETE        an aborted transaction's data batch, or a transaction marker that may go
+                  (below): everything goes
     DELETE_EMPTY  the usual case: the batch goes only if no record survives
 
 Then, per record (``shouldRetainRecord``), in order:
@@ -31,17 +32,37 @@ Worked example: producer 7 (active, last data offset 4) wrote ``k@3 k@4`` in one
 ``k@5`` came later from another producer. The map says ``k -> 5``, so both records go; the
 batch is producer 7's last, so it stays as an empty header with base offset 3 and last offset
 4, and producer 7's next sequence check still finds its last sequence.
+
+Transactions (Kafka's ``CleanedTransactionMetadata``). :class:`CleanedTransactions` walks the
+batches in offset order, fed with the aborted transactions of the ``.txnindex`` files of the
+range being cleaned. A transactional data batch of an aborted transaction is discarded (and
+its keys are never mapped, so it cannot hide an older committed value). A marker may go only
+once nothing of its transaction is left: an ABORT whose data batches this clean saw stays, and
+its ``AbortedTxn`` entry is copied into the cleaned segment's ``.txnindex``; a COMMIT stays
+while data batches of its transaction remain. A marker that may go is first kept with a delete
+horizon (``now + delete.retention.ms``), as a tombstone is, so a consumer that already read
+the data still meets the marker; a clean after the horizon removes it -- unless it is the last
+batch of its still-active producer, which stays as an empty batch so the producer's epoch
+survives. Example: producer 9 aborts ``a@10 b@11``, marker at 12, ``delete.retention.ms`` 100.
+Clean 1 at t=1000 drops 10 and 11, keeps the marker and the index entry. Clean 2 at t=1050
+sees no data of it: the marker stays with horizon 1150, the entry is dropped. Clean 3 at 1200
+removes the marker.
 """
 
 from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Mapping
+import heapq
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
+from kafkalab.records.codec import decode_batch
+from kafkalab.records.control import ControlRecord, ControlRecordType, parse_control_record
 from kafkalab.records.header import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
@@ -55,7 +76,9 @@ from kafkalab.records.header import (
     V2_HEADER_SIZE,
     V2_LAST_OFFSET_DELTA_OFFSET,
     BatchHeader,
+    Buffer,
 )
+from kafkalab.storage.txn_index import AbortedTxn
 
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _CRC = struct.Struct(">I")
@@ -78,6 +101,76 @@ class LastRecord:
     producer_epoch: int
 
 
+class CleanedTransactions:
+    """Which transactional batches one clean may drop (Kafka's ``CleanedTransactionMetadata``).
+
+    Fed the aborted transactions of the range with :meth:`add_aborted`, then every
+    transactional batch in offset order. Not thread-safe; lives for one phase of one clean."""
+
+    __slots__ = ("_pending", "_known", "_aborted", "_committed", "kept_index")
+
+    def __init__(self, aborted: Iterable[AbortedTxn] = ()) -> None:
+        self._pending: list[tuple[int, int, AbortedTxn]] = []  # heap by first offset
+        self._known: set[AbortedTxn] = set()
+        self._aborted: dict[int, tuple[AbortedTxn, bool]] = {}  # producer -> (txn, a batch seen)
+        self._committed: set[int] = set()  # producers with data of an undecided-here transaction
+        self.kept_index: list[AbortedTxn] = []  # entries for the cleaned segment's .txnindex
+        self.add_aborted(aborted)
+
+    def add_aborted(self, aborted: Iterable[AbortedTxn]) -> None:
+        for txn in aborted:
+            if txn not in self._known:
+                self._known.add(txn)
+                heapq.heappush(self._pending, (txn.first_offset, txn.last_offset, txn))
+
+    def _open_aborted_up_to(self, offset: int) -> None:
+        while self._pending and self._pending[0][0] <= offset:
+            txn = heapq.heappop(self._pending)[2]
+            self._aborted.setdefault(txn.producer_id, (txn, False))
+
+    def on_data_batch(self, header: BatchHeader) -> bool:
+        """True when the batch belongs to an aborted transaction (Kafka's ``onBatchRead``)."""
+        self._open_aborted_up_to(header.last_offset)
+        if not header.is_transactional:
+            return False
+        open_abort = self._aborted.get(header.producer_id)
+        if open_abort is not None:
+            self._aborted[header.producer_id] = (open_abort[0], True)
+            return True
+        self._committed.add(header.producer_id)
+        return False
+
+    def on_marker(self, header: BatchHeader, control: ControlRecord | None) -> bool:
+        """True when the control batch may be discarded (Kafka's ``onControlBatchRead``); an
+        ABORT that must stay has its index entry added to :attr:`kept_index`."""
+        self._open_aborted_up_to(header.last_offset)
+        if control is None:
+            return True  # an empty control batch: an earlier clean emptied it
+        if control.type is ControlRecordType.ABORT:
+            open_abort = self._aborted.pop(header.producer_id, None)
+            if open_abort is not None and open_abort[1]:
+                self.kept_index.append(open_abort[0])
+                return False
+            return True
+        if control.type is ControlRecordType.COMMIT:
+            if header.producer_id in self._committed:
+                self._committed.discard(header.producer_id)
+                return False
+            return True
+        return False
+
+    def on_batch(self, header: BatchHeader, data: Buffer) -> bool:
+        """Either of the above for one batch of ``data`` (the buffer ``header`` points into)."""
+        if header.is_control:
+            return self.on_marker(header, control_record_of(data, header))
+        return self.on_data_batch(header)
+
+
+def control_record_of(data: Buffer, header: BatchHeader) -> ControlRecord | None:
+    records = decode_batch(data, header).records
+    return parse_control_record(records[0]) if records else None
+
+
 @dataclass(frozen=True, slots=True)
 class RetentionRule:
     """Everything that decides the fate of batches and records during one clean."""
@@ -86,15 +179,23 @@ class RetentionRule:
     delete_retention_ms: int
     upper_bound_offset: int  # the round's first uncleanable offset
     active_producers: Mapping[int, LastRecord] = field(default_factory=dict)
+    transactions: CleanedTransactions = field(default_factory=CleanedTransactions)
 
 
-def is_aborted(header: BatchHeader) -> bool:
-    """Hook for the transactions issue: True for a batch of an aborted transaction.
+class BatchDecision(NamedTuple):
+    """:func:`batch_retention`'s answer: what happens to the batch, whether all its records go,
+    and whether it is a marker that may go once a delete horizon is set and has passed."""
 
-    Kafka learns this from the aborted-transaction index while cleaning
-    (``CleanedTransactionMetadata``); until kafkalab has transactions no batch is aborted, so
-    no data batch is discarded and no marker is ever removed."""
-    return False
+    retention: BatchRetention
+    discard: bool
+    marker_may_go: bool = False
+
+
+def skip_in_map(header: BatchHeader, data: Buffer, transactions: CleanedTransactions) -> bool:
+    """Map phase: control batches and aborted transactions' batches put no keys in the map.
+    Every transactional batch must pass here, in offset order."""
+    aborted = transactions.on_batch(header, data) if header.is_transactional else False
+    return header.is_control or aborted
 
 
 def is_last_batch_of_active_producer(header: BatchHeader, producers: Mapping[int, LastRecord]) -> bool:
@@ -106,19 +207,21 @@ def is_last_batch_of_active_producer(header: BatchHeader, producers: Mapping[int
     return header.is_control and header.producer_epoch == last.producer_epoch
 
 
-def batch_retention(header: BatchHeader, rule: RetentionRule) -> tuple[BatchRetention, bool]:
-    """``(retention, discard records)`` for one batch (``checkBatchRetention``)."""
-    can_discard = is_aborted(header)
+def batch_retention(header: BatchHeader, rule: RetentionRule, data: Buffer) -> BatchDecision:
+    """What happens to one batch (``checkBatchRetention``); ``data`` is the buffer the header
+    points into. Every transactional batch must pass here, in offset order."""
+    can_discard = rule.transactions.on_batch(header, data) if header.is_transactional else False
     if header.is_control:
         horizon = header.delete_horizon_ms
         discard = can_discard and horizon is not None and horizon <= rule.now_ms
     else:
         discard = can_discard
+    marker_may_go = can_discard and header.is_control
     if header.magic >= 2 and is_last_batch_of_active_producer(header, rule.active_producers):
-        return BatchRetention.RETAIN_EMPTY, discard
+        return BatchDecision(BatchRetention.RETAIN_EMPTY, discard, marker_may_go)
     if header.magic >= 2 and header.next_offset == rule.upper_bound_offset:
-        return BatchRetention.RETAIN_EMPTY, discard
-    return (BatchRetention.DELETE if discard else BatchRetention.DELETE_EMPTY), discard
+        return BatchDecision(BatchRetention.RETAIN_EMPTY, discard, marker_may_go)
+    return BatchDecision(BatchRetention.DELETE if discard else BatchRetention.DELETE_EMPTY, discard, marker_may_go)
 
 
 def retains_deletes(header: BatchHeader, now_ms: int, retain_legacy_deletes: bool) -> bool:

@@ -225,11 +225,41 @@ def test_control_batches_are_kept(make_log) -> None:  # type: ignore[no-untyped-
     ]
 
 
-@pytest.mark.skip(reason="needs the transactions issue: aborted-transaction removal")
-def test_aborted_transaction_data_and_markers_removed() -> None:
+def test_aborted_transaction_data_and_markers_removed(make_log) -> None:  # type: ignore[no-untyped-def]
     """Kafka removes an aborted transaction's batches during a clean, and its ABORT marker
-    once no data of the transaction is left and the marker's delete horizon has passed.
-    The hook is ``kafkalab.storage.cleaner.cleaner.is_aborted``."""
+    once no data of the transaction is left and the marker's delete horizon has passed; the
+    aborted batch's keys never hide an older committed value."""
+    from .test_cleaner_transactions import P, Q, TxnLog
+
+    fx = make_log()
+    t = TxnLog(fx)
+    t.plain([(b"k1", b"old")])  # 0
+    t.data(P, [(b"k1", b"aborted"), (b"k2", b"aborted")])  # 1, 2
+    t.data(Q, [(b"k3", b"z")])  # 3
+    abort_entry = t.end(P, commit=False)  # 4
+    t.end(Q, commit=True)  # 5
+    fx.log.roll("test")
+    t.data(P, [(b"k4", b"later")])  # 6: P's last data batch, in the active segment
+    t.end(P, commit=True)  # 7
+    assert fx.log.last_stable_offset == 8
+    start = fx.clock.milliseconds()
+    clean(fx)
+    assert t.layout() == [(0, [(b"k1", b"old")]), (3, [(b"k3", b"z")]), (4, "ABORT"), (5, "COMMIT"),
+                          (6, [(b"k4", b"later")]), (7, "COMMIT")]
+    assert fx.log.segments[0].txn_index.entries == [abort_entry]  # the ABORT stayed: so does its entry
+    assert t.horizon(4) is None
+    fx.clock.advance_ms(10)
+    clean(fx)
+    assert [o for o, _ in t.layout()] == [0, 3, 4, 5, 6, 7]
+    assert t.horizon(4) == start + 10 + 1000  # no data left: the marker waits for its horizon
+    assert t.horizon(5) is None  # k3@3 is still there: the COMMIT stays
+    assert fx.log.segments[0].txn_index.entries == []
+    fx.clock.advance_ms(999)
+    clean(fx)
+    assert [o for o, _ in t.layout()] == [0, 3, 4, 5, 6, 7]  # horizon not passed yet
+    fx.clock.advance_ms(1)
+    clean(fx)
+    assert [o for o, _ in t.layout()] == [0, 3, 5, 6, 7]
 
 
 @pytest.mark.parametrize("listening", [False, True])
