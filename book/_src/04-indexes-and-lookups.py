@@ -65,12 +65,12 @@ print(segment0.offset_index.lookup(5))
 # last entry with `index.interval.bytes` = 300. Before the batch at 320 that count is 160 + 160
 # = 320 > 300: index it (its **last** offset, 20, at its start position, 320) and reset. The
 # 600-byte batch sees only 300 (not more than 300): no entry. The last batch sees 900: entry
-# (43, 1220). The engine's code:
+# (43, 1220). The engine's code, run for every batch appended:
 
 # %%
 from kafkalab.storage.segment import LogSegment
 
-print(inspect.getsource(LogSegment.append))
+print(inspect.getsource(LogSegment._index_batch))
 
 # %% [markdown]
 # ## Finding offset 23

@@ -13,7 +13,7 @@ and giving one ratio, and prints the spread of the per-run ratios beside it.
     ``--full`` 1 GiB.
 ``storage.lookup``
     Random offset -> (segment, file position) lookups through :meth:`Log.lookup` -- the
-    segment map (bisect), the offset index (warm/cold section + numpy search) and the scan of
+    segment map (bisect), the offset index (bisect over its in-memory mirror) and the scan of
     batch headers in the mapped segment -- on a log of 10 million records (1,000-record
     batches, ~8 KiB each), against a pure in-memory ``bisect`` over the same index entries
     (every segment's entries as one sorted list of absolute offsets, answering the entry's

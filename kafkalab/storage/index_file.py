@@ -14,11 +14,24 @@ in zero bytes, which is why recovery rebuilds it::
 its memory map, so a trimmed (inactive) index is full until :meth:`IndexFile.resize` grows it.
 
 Like Kafka, kafkalab writes entries through a shared memory map of the preallocated file (no
-system call per entry; the map is dropped before the file is resized). For searching it keeps
-the two columns in native-order numpy arrays beside the map, because searching big-endian
-bytes would force a byte swap on every lookup; the file stays the only thing read back on
-reopen. An index is 8 or 12 bytes per
-``index.interval.bytes`` (4 KiB) of log, so the arrays are small.
+system call per entry; the map is dropped before the file is resized). The file is the durable
+format, byte for byte Kafka's, and the only thing read back on reopen.
+
+For searching, each index also keeps an *in-memory mirror* of its two columns: native-order
+Python ``array`` objects, filled from the file when the index is opened, extended on every
+append and cut on every truncation, so they always equal the valid entries of the file. Why
+a copy: Kafka's index is a memory-mapped file that stays resident in the page cache, and a
+lookup is a binary search over it in compiled code. Searching the big-endian bytes of our map
+from Python costs an interpreted loop step and an ``unpack`` per probe; an ``array`` is
+Python's memory-resident sorted array, and :func:`bisect.bisect_right` searches it in C (see
+:mod:`kafkalab.storage.index_search`). The mirror costs what the file does: an offset-index
+entry is 4 + 4 bytes (``array('i')`` keys and positions), a time-index entry 8 + 4 bytes, so
+a full default index (``segment.index.bytes`` = 10 MiB) holds 10 MiB in memory, plus the
+``array``'s growth slack of at most one eighth.
+
+Worked example: an offset index opened with entries ``(20, 320), (43, 1220)`` has keys
+``array('i', [20, 43])`` and values ``array('i', [320, 1220])``; ``floor_slot(30)`` is
+``bisect_right(keys, 30) - 1`` = 0, so the scan starts at byte 320.
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ import mmap
 import os
 import struct
 import weakref
+from array import array
+from bisect import bisect_right
 from pathlib import Path
 from typing import ClassVar
 
@@ -39,7 +54,6 @@ from kafkalab.storage import index_search
 INDEX_FILE_BYTES_MAX = 2**31 - 1
 # Entries are read back in one pread; partial reads are retried at most this many times.
 READ_RETRIES_MAX = 16
-INITIAL_CAPACITY = 64
 
 
 def _writable_map(fd: int, length_bytes: int) -> mmap.mmap:
@@ -75,14 +89,16 @@ def read_exact(fd: int, size_bytes: int, position: int) -> bytes:
 class IndexFile:
     """One index file with a key column and a value column. Not thread-safe; owned by a segment.
 
-    Subclasses define ``ENTRY_SIZE``, ``DTYPE`` (the on-disk numpy record layout) and how a
-    (key, value) pair is meant; this class owns the file, preallocation, trimming, the
-    in-memory columns and the warm-section search.
+    Subclasses define ``ENTRY_SIZE``, ``DTYPE`` (the on-disk numpy record layout), the
+    ``array`` type codes of the mirror's two columns, and how a (key, value) pair is meant;
+    this class owns the file, preallocation, trimming, the in-memory mirror and the search.
     """
 
     ENTRY_SIZE: ClassVar[int]
     ENTRY: ClassVar[struct.Struct]  # the on-disk layout of one entry, big-endian
     DTYPE: ClassVar[np.dtype]
+    KEY_TYPECODE: ClassVar[str]  # the mirror's key column: "i" (int32) or "q" (int64)
+    VALUE_TYPECODE: ClassVar[str] = "i"  # both value columns are int32 on disk
     KIND: ClassVar[str]
 
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
@@ -103,8 +119,9 @@ class IndexFile:
         self._max_entries = self._length_bytes // self.ENTRY_SIZE
         self._map: mmap.mmap | None = None  # writable map, created on the first append
         self.invalid_bytes = self._length_bytes % self.ENTRY_SIZE
-        self._keys = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
-        self._values = np.zeros(INITIAL_CAPACITY, dtype=np.int64)
+        # The in-memory mirror of the valid entries (see the module docstring).
+        self._keys = array(self.KEY_TYPECODE)
+        self._values = array(self.VALUE_TYPECODE)
         self._count = 0
         # The last entry as Python ints: the append path compares against it on every batch.
         self._last_key = 0
@@ -149,65 +166,69 @@ class IndexFile:
         data = read_exact(self._fd, count * self.ENTRY_SIZE, 0)
         count = len(data) // self.ENTRY_SIZE
         table = np.frombuffer(data, dtype=self.DTYPE, count=count)
-        self._grow(max(count, INITIAL_CAPACITY))
-        self._keys[:count] = table["key"]
-        self._values[:count] = table["value"]
+        self._keys = array(self.KEY_TYPECODE, table["key"].astype(f"={self.KEY_TYPECODE}").tobytes())
+        self._values = array(self.VALUE_TYPECODE, table["value"].astype(f"={self.VALUE_TYPECODE}").tobytes())
         self._count = count
         self._remember_last()
 
     def _remember_last(self) -> None:
         if self._count:
-            self._last_key = int(self._keys[self._count - 1])
-            self._last_value = int(self._values[self._count - 1])
+            self._last_key = self._keys[-1]
+            self._last_value = self._values[-1]
         else:
             self._last_key = self._last_value = 0
-
-    def _grow(self, capacity: int) -> None:
-        if capacity <= len(self._keys):
-            return
-        keys = np.zeros(capacity, dtype=np.int64)
-        values = np.zeros(capacity, dtype=np.int64)
-        keys[: self._count] = self._keys[: self._count]
-        values[: self._count] = self._values[: self._count]
-        self._keys, self._values = keys, values
 
     def _append_entry(self, key: int, value: int) -> None:
         # Callers check is_full first and raise a typed error; reaching here full is a bug.
         count = self._count
         assert count < self._max_entries, f"append to a full {self.KIND} {self.path}"
-        if count == len(self._keys):
-            self._grow(min(2 * count, max(self._max_entries, 1)))
         view = self._map
         if view is None:
             view = self._map = _writable_map(self._fd, self._length_bytes)
         self.ENTRY.pack_into(view, count * self.ENTRY_SIZE, key, value)  # straight into the map
-        self._keys[count] = key
-        self._values[count] = value
+        self._keys.append(key)
+        self._values.append(value)
         self._count = count + 1
         self._last_key = key
         self._last_value = value
 
+    def _append_entries(self, keys: list[int], values: list[int]) -> None:
+        """Many entries at once: one write into the map, one extend per column. Callers have
+        checked their order and that they fit."""
+        count, added = self._count, len(keys)
+        assert count + added <= self._max_entries, f"append past the end of {self.KIND} {self.path}"
+        view = self._map
+        if view is None:
+            view = self._map = _writable_map(self._fd, self._length_bytes)
+        table = np.empty(added, dtype=self.DTYPE)
+        table["key"], table["value"] = keys, values
+        view[count * self.ENTRY_SIZE : (count + added) * self.ENTRY_SIZE] = table.tobytes()
+        self._keys.extend(keys)
+        self._values.extend(values)
+        self._count = count + added
+        self._remember_last()
+
     def key_at(self, slot: int) -> int:
-        return int(self._keys[slot])
+        return self._keys[slot]
 
     def value_at(self, slot: int) -> int:
-        return int(self._values[slot])
+        return self._values[slot]
 
     def floor_slot(self, target_key: int, on_probe: index_search.ProbeCallback | None = None) -> int:
-        """The last slot with key <= ``target_key`` (-1 if none), Kafka's warm-section search.
+        """The last slot with key <= ``target_key`` (-1 if none).
 
-        With ``on_probe`` (someone listens to the log) the search runs Kafka's loop slot by
-        slot and reports each entry it reads; without, numpy searches the chosen section.
-        Both give the same slot."""
+        With ``on_probe`` (someone listens to the log) the search runs Kafka's warm-section
+        loop slot by slot and reports each entry it reads; without, ``bisect`` searches the
+        in-memory keys. Both give the same slot."""
         if on_probe is None:
-            return index_search.floor_slot(self._keys, self._count, target_key, self.ENTRY_SIZE)
+            return bisect_right(self._keys, target_key) - 1
         return index_search.floor_slot_loop(
-            self.key_at, self._count, target_key, self.ENTRY_SIZE, on_probe
+            self._keys.__getitem__, self._count, target_key, self.ENTRY_SIZE, on_probe
         )
 
     def raw_entries(self) -> list[tuple[int, int]]:
         """Every (key, value) pair written so far, for dumps and tests."""
-        return list(zip(self._keys[: self._count].tolist(), self._values[: self._count].tolist()))
+        return list(zip(self._keys, self._values))
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -218,6 +239,7 @@ class IndexFile:
         if tail:
             self._unmap()
             os.pwrite(self._fd, bytes(tail), count * self.ENTRY_SIZE)
+        del self._keys[count:], self._values[count:]
         self._count = count
         self._remember_last()
 
@@ -271,15 +293,15 @@ class IndexFile:
                 f"which is not a multiple of the entry size {self.ENTRY_SIZE}"
             )
 
-    def check_sorted(self, column: np.ndarray, name: str, strict: bool) -> None:
+    def check_sorted(self, column: array, name: str, strict: bool) -> None:
         """Entries must be ordered by ``column``; a zeroed or scrambled tail breaks this."""
         if self._count < 2:
             return
-        steps = np.diff(column[: self._count])
+        steps = np.diff(np.frombuffer(column, dtype=f"={column.typecode}").astype(np.int64))
         bad = np.flatnonzero(steps <= 0 if strict else steps < 0)
         if bad.size:
             slot = int(bad[0]) + 1
             raise CorruptIndexError(
                 f"{self.KIND} file {self.path} is corrupt: {name} at slot {slot} "
-                f"({int(column[slot])}) does not follow slot {slot - 1} ({int(column[slot - 1])})"
+                f"({column[slot]}) does not follow slot {slot - 1} ({column[slot - 1]})"
             )

@@ -20,15 +20,19 @@ target 49_995 > key[3975] = 39_750, so the search runs over slots [3975, 4999] a
 slot 4999 (key 49_990).
 
 :func:`floor_slot_loop` is Kafka's loop, step by step, with an optional ``on_probe`` callback
-so the book can show each slot it reads. :func:`floor_slot` keeps the same warm/cold choice
-but searches the chosen section with ``numpy.searchsorted``; the tests check that both agree.
+so the book can show each slot it reads. It runs only when someone listens. Otherwise
+:func:`floor_slot` answers with ``bisect`` over the index's in-memory copy of its keys (see
+:mod:`kafkalab.storage.index_file`): the warm section exists to keep Kafka's probes on pages
+the page cache already holds, and a Python ``array`` is memory-resident as a whole, so a
+plain binary search in C is the faster way to the same answer. Keys strictly increase, so
+the last slot with key <= target is unique and both searches must return it; the tests check
+that they do on random indexes and targets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 
 # Kafka keeps the last 8 KiB of every index "warm" (AbstractIndex: warmEntries = 8192 / entrySize).
 WARM_SECTION_BYTES = 8192
@@ -88,20 +92,10 @@ def _loop(probe: Callable[[int, str], int], lo: int, hi: int, target: int, secti
     return lo
 
 
-def floor_slot(keys: np.ndarray, count: int, target: int, entry_size: int) -> int:
-    """Same answer as :func:`floor_slot_loop`, searching the chosen section with numpy.
-
-    ``keys`` holds at least ``count`` sorted keys in native byte order.
-    """
-    if count == 0:
-        return -1
-    warm = WARM_SECTION_BYTES // entry_size
-    first_hot = count - 1 - warm if count - 1 > warm else 0
-    if keys[first_hot] < target:
-        return first_hot + int(keys[first_hot:count].searchsorted(target, "right")) - 1
-    if keys[0] > target:
-        return -1
-    return int(keys[: first_hot + 1].searchsorted(target, "right")) - 1
+def floor_slot(keys: Sequence[int], count: int, target: int) -> int:
+    """Same answer as :func:`floor_slot_loop`: the last slot among the first ``count`` of the
+    sorted ``keys`` whose key is <= ``target``, or -1. One C-level ``bisect``."""
+    return bisect_right(keys, target, 0, count) - 1
 
 
 ProbeCallback = Callable[[int, int, str], None]

@@ -56,7 +56,7 @@ from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info, has_producer_ids
 from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
-from kafkalab.storage.log_dir_failure import offline_on_io_error
+from kafkalab.storage.log_dir_failure import offline_on_io_error, raise_if_io_error
 from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
 from kafkalab.storage.transactions import collect_aborted, index_completed, last_stable_offset
 from kafkalab.storage.txn_index import AbortedTxn
@@ -194,7 +194,6 @@ class Log:
 
     # -- appending ----------------------------------------------------------------------------
 
-    @offline_on_io_error("Error while appending records")
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int, *, in_place: bool = False,
         origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -207,32 +206,58 @@ class Log:
         no copy between the socket and the segment file. ``origin`` is COORDINATOR for the
         transaction markers the coordinator has the leader write: no duplicate or sequence
         checks, but the epoch and coordinator epoch checks of
-        :mod:`kafkalab.storage.producer_state`."""
+        :mod:`kafkalab.storage.producer_state`.
+
+        The common request -- one batch from a plain producer -- takes a fused path
+        (:func:`log_append.assign_plain_batch`, :meth:`LogSegment.append_batch`) that applies
+        the same rules in one pass; everything else goes through :meth:`_append_batches`. An
+        I/O error takes the log directory offline (``KAFKA_STORAGE_ERROR``) on either path."""
+        try:
+            now_ms = self.clock.milliseconds()
+            buf = _stamp_target(records, in_place)
+            info = log_append.assign_plain_batch(
+                buf, self._next_offset, leader_epoch, now_ms, self.config, self.log_start_offset,
+            ) if origin is AppendOrigin.CLIENT else None
+            if info is None:
+                return self._append_batches(buf, leader_epoch, now_ms, origin)
+            # As in Kafka, the epoch cache learns the epoch before the data is written.
+            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+            segment = self._maybe_roll(info.valid_bytes, info, now_ms)
+            segment.append_batch(info.last_offset, info.max_timestamp, buf)
+            self._advance(info, now_ms)
+            return info
+        except (OSError, StorageError) as error:  # a plain try: no wrapper call per append
+            raise_if_io_error(error, self, "Error while appending records")
+            raise
+
+    def _append_batches(
+        self, buf: bytearray | memoryview, leader_epoch: int, now_ms: int, origin: AppendOrigin
+    ) -> LogAppendInfo:
+        """The general leader append: any number of batches, idempotent and transactional
+        producers' checks and duplicates, LogAppendTime, compacted topics' keys, records'
+        timestamps. ``buf`` is not stamped until every check has passed."""
         config = self.config
         headers = log_append.analyze_and_assign(
-            records, next_offset=self._next_offset, leader_epoch=leader_epoch,
+            buf, next_offset=self._next_offset, leader_epoch=leader_epoch,
             max_message_bytes=config.max_message_bytes,
         )
-        now_ms = self.clock.milliseconds()
         append_time_ms = now_ms if config.log_append_time else None
         log_append.check_timestamp_types(headers, log_append_time=config.log_append_time)
         log_append.check_records(
-            records, headers, now_ms=now_ms, keys_required=config.compacted,
+            buf, headers, now_ms=now_ms, keys_required=config.compacted,
             timestamp_bounds_ms=None if append_time_ms is not None else
             (config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms),
         )
-        log_append.check_segment_fit(len(records), config.segment_bytes)
+        log_append.check_segment_fit(len(buf), config.segment_bytes)
         producers = None
         if has_producer_ids(headers):  # idempotent producers: sequence checks, duplicates
-            producers, duplicate = self.producer_state.analyze(headers, origin, append_time_ms, records)
+            producers, duplicate = self.producer_state.analyze(headers, origin, append_time_ms, buf)
             if duplicate is not None:
                 return duplicate_append_info(duplicate, self.log_start_offset)
-        buf = _stamp_target(records, in_place)
         headers = log_append.stamp(buf, headers, append_time_ms)
         info = log_append.summarize(
             headers, append_time_ms if append_time_ms is not None else -1, self.log_start_offset
         )
-        # As in Kafka, the epoch cache learns the epoch before the data is written.
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         self._append(buf, headers, info, now_ms)
         if producers:
@@ -264,6 +289,11 @@ class Log:
     ) -> None:
         segment = self._maybe_roll(len(data), info, now_ms)
         segment.append(info.last_offset, info.max_timestamp, data, headers)
+        self._advance(info, now_ms)
+
+    def _advance(self, info: LogAppendInfo, now_ms: int) -> None:
+        """After an append: move the LEO (and HW when it follows the LEO), flush by
+        ``flush.messages`` or ``flush.ms``."""
         self._next_offset = self.producer_state.map_end_offset = info.last_offset + 1
         if self.auto_advance_high_watermark:
             self.high_watermark = self._next_offset
@@ -324,9 +354,11 @@ class Log:
         if offset < self.log_start_offset or offset > self._next_offset:
             self._check_offset(offset)
         segments = self._segments
-        slot = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
+        slot = bisect.bisect_right(self._base_offsets, offset) - 1
+        if slot < 0:
+            slot = 0
         listeners = self._listeners
-        for position in range(slot, len(segments)):
+        for position in range(slot, len(segments)):  # usually one step: the floor segment
             segment = segments[position]
             if listeners:
                 ev.emit(listeners, ev.LookupStep("segment", offset, segment.base_offset))

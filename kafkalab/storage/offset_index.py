@@ -16,6 +16,7 @@ All public methods speak absolute offsets; relative offsets stay inside this fil
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -23,12 +24,10 @@ from typing import ClassVar
 import numpy as np
 
 from kafkalab.errors import CorruptIndexError, InvalidRecordError, StorageError
-from kafkalab.storage import index_search
 from kafkalab.storage.index_file import IndexFile
 
 ENTRY = struct.Struct(">ii")
 RELATIVE_OFFSET_MAX = 2**31 - 1  # relative offsets are stored as int32
-WARM_ENTRIES = index_search.warm_entries(8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +44,7 @@ class OffsetIndex(IndexFile):
     ENTRY_SIZE: ClassVar[int] = ENTRY.size  # 8
     ENTRY: ClassVar[struct.Struct] = ENTRY
     DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i4"), ("value", ">i4")])  # the same, for numpy
+    KEY_TYPECODE: ClassVar[str] = "i"  # relative offsets are int32
     KIND: ClassVar[str] = "offset index"
 
     @property
@@ -60,6 +60,19 @@ class OffsetIndex(IndexFile):
                 and 0 <= relative <= RELATIVE_OFFSET_MAX):
             self._reject(offset)
         self._append_entry(relative, position)
+
+    def append_many(self, offsets: list[int], positions: list[int]) -> None:
+        """:meth:`append` for many entries (a cleaned segment's), written into the map in one
+        step; any entry breaking a rule is appended one by one up to it and named."""
+        if not offsets:
+            return
+        relative = np.array(offsets, np.int64) - self.base_offset
+        if not (self._count + len(offsets) <= self._max_entries and 0 <= relative[0] <= relative[-1] <= RELATIVE_OFFSET_MAX
+                and (self._count == 0 or relative[0] > self._last_key) and bool(np.all(np.diff(relative) > 0))):
+            for offset, position in zip(offsets, positions):
+                self.append(offset, position)  # raises at the first entry breaking a rule
+            return
+        self._append_entries(relative.tolist(), positions)
 
     def _reject(self, offset: int) -> None:
         if self._count >= self._max_entries:
@@ -92,27 +105,13 @@ class OffsetIndex(IndexFile):
         "scan from the front of the segment"."""
         if slot < 0:
             return OffsetPosition(self.base_offset, 0)
-        return OffsetPosition(self.base_offset + int(self._keys[slot]), int(self._values[slot]))
+        return OffsetPosition(self.base_offset + self._keys[slot], self._values[slot])
 
     def floor_position(self, target_offset: int) -> int:
-        """Just the position of :meth:`lookup` (0 when no entry is <= the target).
-
-        The hot path of every fetch: :func:`index_search.floor_slot` inlined, same warm/cold
-        choice, same numpy search inside the chosen section.
-        """
-        count = self._count
-        if count == 0:
-            return 0
-        keys = self._keys
-        target = target_offset - self.base_offset
-        first_hot = count - 1 - WARM_ENTRIES if count - 1 > WARM_ENTRIES else 0
-        if keys[first_hot] < target:
-            slot = first_hot + int(keys[first_hot:count].searchsorted(target, "right")) - 1
-        elif keys[0] > target:
-            return 0
-        else:
-            slot = int(keys[: first_hot + 1].searchsorted(target, "right")) - 1
-        return int(self._values[slot])
+        """Just the position of :meth:`lookup` (0 when no entry is <= the target): the hot
+        path of every fetch, one ``bisect`` over the in-memory keys."""
+        slot = bisect_right(self._keys, target_offset - self.base_offset) - 1
+        return self._values[slot] if slot >= 0 else 0
 
     def entry(self, slot: int) -> OffsetPosition:
         if not 0 <= slot < self._count:
@@ -121,8 +120,7 @@ class OffsetIndex(IndexFile):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset`` (``OffsetIndex.truncateTo``)."""
-        keep = int(np.searchsorted(self._keys[: self._count], offset - self.base_offset, side="left"))
-        self.truncate_to_entries(keep)
+        self.truncate_to_entries(bisect_left(self._keys, offset - self.base_offset))
 
     def sanity_check(self) -> None:
         """Kafka's checks plus ordering: raises :class:`CorruptIndexError` when they fail."""

@@ -33,7 +33,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafkalab.errors import CorruptRecordError, InvalidRecordError, StorageError
 from kafkalab.records.header import (
@@ -50,6 +50,8 @@ from kafkalab.records.header import (
 from kafkalab.storage import events as ev
 from kafkalab.storage import index_search
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
+# EntryPosition and FileSlice are re-exported: callers import them from here.
+from kafkalab.storage.positions import EntryPosition as EntryPosition, FileSlice as FileSlice, _new_entry
 from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import TransactionIndex
 
@@ -66,52 +68,6 @@ SEGMENT_FILE_BYTES_MAX = 2**31 - 1
 
 def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
-
-
-class EntryPosition(NamedTuple):
-    """Where one batch (or legacy entry) sits in a ``.log`` file.
-
-    A named tuple rather than a frozen dataclass: one is built per lookup, and a tuple is built
-    several times faster. It is just as immutable."""
-
-    base_offset: int
-    last_offset: int
-    position: int
-    size_bytes: int
-    max_timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class FileSlice:
-    """``size_bytes`` bytes of a segment file starting at ``position``.
-
-    A log read returns these; the fetch response carries them as record data
-    (:class:`kafkalab.protocol.types.RecordsParts`) and the server ``sendfile``s each range
-    without copying it into memory.
-    """
-
-    path: Path
-    position: int
-    size_bytes: int
-
-    def __post_init__(self) -> None:
-        if self.position < 0 or self.size_bytes < 0:
-            raise ValueError(
-                f"FileSlice needs position >= 0 and size >= 0, got "
-                f"position {self.position}, size {self.size_bytes}"
-            )
-
-    def read_bytes(self) -> bytes:
-        """Copy the slice into memory (where sendfile is not available, and in tests)."""
-        with open(self.path, "rb") as file:
-            file.seek(self.position)
-            data = file.read(self.size_bytes)
-        if len(data) != self.size_bytes:
-            raise StorageError(
-                f"file slice {self.path} at {self.position} wants {self.size_bytes} bytes, "
-                f"the file gave {len(data)}"
-            )
-        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,29 +171,87 @@ class LogSegment:
         """Write already-validated batches (``headers`` describe ``data``) and index them."""
         if not data:
             return
+        position = self._write(largest_offset, largest_timestamp, data)
+        for header in headers:
+            self._index_batch(header.last_offset, header.max_timestamp, position, header.size_bytes)
+            position += header.size_bytes
+
+    def append_batches(self, data: bytes | bytearray | memoryview, last_offsets: list[int],
+                       max_timestamps: list[int], sizes: list[int]) -> None:
+        """:meth:`append` for batches given as columns (the cleaner's output): one write, the
+        rule of :meth:`_index_batch` run over plain ints, the offset-index entries added in one
+        step. With listeners, batch by batch, so that each entry is reported."""
+        if not sizes:
+            return
+        position = self._write(last_offsets[-1], max(max_timestamps), data)
+        if self.listeners:
+            for last_offset, max_timestamp, size_bytes in zip(last_offsets, max_timestamps, sizes):
+                self._index_batch(last_offset, max_timestamp, position, size_bytes)
+                position += size_bytes
+            return
+        best = self._max_timestamp_and_offset
+        assert best is not None, "loaded by _write before the data went in"
+        best_ts, best_offset, since = best.timestamp, best.offset, self._bytes_since_last_index_entry
+        offsets: list[int] = []
+        positions: list[int] = []
+        stamps: list[tuple[int, int]] = []
+        for last_offset, max_timestamp, size_bytes in zip(last_offsets, max_timestamps, sizes):
+            if max_timestamp > best_ts:
+                best_ts, best_offset = max_timestamp, last_offset
+            if since > self.index_interval_bytes:  # the rule of _index_batch
+                offsets.append(last_offset)
+                positions.append(position)
+                if not stamps or stamps[-1][0] < best_ts:  # an equal stamp adds no time entry
+                    stamps.append((best_ts, best_offset))
+                since = 0
+            since += size_bytes
+            position += size_bytes
+        self._bytes_since_last_index_entry = since
+        if best_ts > best.timestamp:
+            self._max_timestamp_and_offset = TimestampOffset(best_ts, best_offset)
+        self.offset_index.append_many(offsets, positions)
+        for timestamp, offset in stamps:
+            self.time_index.maybe_append(timestamp, offset)
+
+    def append_batch(self, last_offset: int, max_timestamp: int, data: bytes | bytearray | memoryview) -> None:
+        """:meth:`append` for ``data`` holding exactly one validated batch (the common produce
+        request), without a header object: the same checks, write and index rule."""
+        size_bytes = len(data)
+        self._index_batch(last_offset, max_timestamp, self._write(last_offset, max_timestamp, data), size_bytes)
+
+    def _write(self, largest_offset: int, largest_timestamp: int, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` at the end of the file; return the position it starts at."""
+        position = self._size_bytes
+        if not (0 <= largest_offset - self.base_offset <= RELATIVE_OFFSET_MAX
+                and position + len(data) <= SEGMENT_FILE_BYTES_MAX):
+            self._reject_append(largest_offset, len(data))
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp
+        if self._max_timestamp_and_offset is None:
+            self._max_timestamp()  # before writing: the lazy load must not see new batches
+        written = os.pwrite(self._fd, data, position)
+        if written != len(data):
+            raise StorageError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        self._size_bytes = position + written
+        return position
+
+    def _reject_append(self, largest_offset: int, size_bytes: int) -> None:
         if not self.can_convert_to_relative_offset(largest_offset):
             raise InvalidRecordError(
                 f"offset {largest_offset} does not fit segment {self.log_path} "
                 f"(base offset {self.base_offset}, relative offsets up to {RELATIVE_OFFSET_MAX})"
             )
-        position = self._size_bytes
-        if position + len(data) > SEGMENT_FILE_BYTES_MAX:
-            raise StorageError(f"append of {len(data)} bytes would pass 2 GiB in {self.log_path}")
-        if position == 0:
-            self.rolling_based_timestamp = largest_timestamp
-        max_ts = self._max_timestamp()  # before writing: the lazy load must not see new batches
-        written = os.pwrite(self._fd, data, position)
-        if written != len(data):
-            raise StorageError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
-        self._size_bytes = position + written
-        for header in headers:
-            if header.max_timestamp > max_ts.timestamp:
-                max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
-                self._max_timestamp_and_offset = max_ts
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
-                self._add_index_entries(header.last_offset, position, max_ts)
-            position += header.size_bytes
-            self._bytes_since_last_index_entry += header.size_bytes
+        raise StorageError(f"append of {size_bytes} bytes would pass 2 GiB in {self.log_path}")
+
+    def _index_batch(self, last_offset: int, max_timestamp: int, position: int, size_bytes: int) -> None:
+        """Kafka's index rule for one appended batch at ``position`` (see the module docstring)."""
+        max_ts = self._max_timestamp_and_offset
+        assert max_ts is not None, "loaded by _write before the data went in"
+        if max_timestamp > max_ts.timestamp:
+            max_ts = self._max_timestamp_and_offset = TimestampOffset(max_timestamp, last_offset)
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self._add_index_entries(last_offset, position, max_ts)
+        self._bytes_since_last_index_entry += size_bytes
 
     def _add_index_entries(self, last_offset: int, position: int, max_ts: TimestampOffset) -> None:
         self.offset_index.append(last_offset, position)
@@ -314,7 +328,7 @@ class LogSegment:
         listeners = self.listeners
         if not listeners:
             position = self.offset_index.floor_position(offset)
-            return self.scan_for_offset(offset, max(position, start_position))
+            return self.scan_for_offset(offset, position if position > start_position else start_position)
 
         step = ev.LookupStep("", offset, self.base_offset)
         slot = self.offset_index.floor_slot(offset - self.base_offset, self._probe_reporter(step, "offset"))
@@ -341,14 +355,17 @@ class LogSegment:
         entry size and stops at the end of the file, so the loop is bounded.
         """
         end = self._size_bytes
-        view = self._view() if end else None
-        while end - position >= V2_PREFIX_SIZE and view is not None and view[position + MAGIC_OFFSET] == 2:
-            base_offset, size, _m, delta, max_ts = V2_PREFIX.unpack_from(view, position)
+        view = self._map
+        if view is None or self._map_bytes < end:
+            view = self._view() if end else None
+        unpack = V2_PREFIX.unpack_from
+        while end - position >= V2_PREFIX_SIZE and view is not None:
+            base_offset, size, magic, delta, max_ts = unpack(view, position)
             size_bytes = LOG_OVERHEAD + size
-            if size < V2_HEADER_SIZE - LOG_OVERHEAD or position + size_bytes > end:
-                break  # let _entry_tuple raise the typed error
+            if magic != 2 or size < V2_HEADER_SIZE - LOG_OVERHEAD or position + size_bytes > end:
+                break  # a legacy entry, or let _entry_tuple raise the typed error
             if base_offset + delta >= offset:
-                return EntryPosition(base_offset, base_offset + delta, position, size_bytes, max_ts)
+                return _new_entry(EntryPosition, (base_offset, base_offset + delta, position, size_bytes, max_ts))
             position += size_bytes
         found = self._entry_tuple(position)
         while found is not None:

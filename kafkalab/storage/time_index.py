@@ -17,6 +17,7 @@ when the segment rolls (``maybe_append(..., skip_full_check=True)``) always fits
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -45,6 +46,7 @@ class TimeIndex(IndexFile):
     ENTRY_SIZE: ClassVar[int] = ENTRY.size  # 12
     ENTRY: ClassVar[struct.Struct] = ENTRY
     DTYPE: ClassVar[np.dtype] = np.dtype([("key", ">i8"), ("value", ">i4")])  # the same, for numpy
+    KEY_TYPECODE: ClassVar[str] = "q"  # timestamps are int64
     KIND: ClassVar[str] = "time index"
 
     def is_full(self) -> bool:
@@ -110,8 +112,7 @@ class TimeIndex(IndexFile):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset`` (``TimeIndex.truncateTo``)."""
-        keep = int(np.searchsorted(self._values[: self._count], offset - self.base_offset, side="left"))
-        self.truncate_to_entries(keep)
+        self.truncate_to_entries(bisect_left(self._values, offset - self.base_offset))
 
     def sanity_check(self) -> None:
         self.check_length()

@@ -132,7 +132,7 @@ def test_txn_index_entry_is_34_bytes_and_created_lazily(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("entry_size", [8, 12])
-def test_numpy_search_matches_kafkas_warm_section_loop(entry_size: int) -> None:
+def test_bisect_search_matches_kafkas_warm_section_loop(entry_size: int) -> None:
     rng = random.Random(7)
     for count in [0, 1, 2, 5, 600, 1023, 1024, 1025, 1026, 3000]:
         keys = np.array(sorted(rng.sample(range(10**6), count)), dtype=np.int64)
@@ -142,10 +142,52 @@ def test_numpy_search_matches_kafkas_warm_section_loop(entry_size: int) -> None:
             loop = index_search.floor_slot_loop(
                 lambda s: int(keys[s]), count, target, entry_size, lambda *p: probes.append(p)
             )
-            fast = index_search.floor_slot(keys, count, target, entry_size)
+            fast = index_search.floor_slot(keys.tolist(), count, target)
             expected = int(np.searchsorted(keys, target, side="right")) - 1
             assert loop == fast == expected, (count, target)
             assert len(probes) <= 2 + count.bit_length()
+
+
+def _random_indexes(tmp_path: Path, rng: random.Random) -> list[OffsetIndex | TimeIndex]:
+    """Offset and time indexes of random sizes around the warm-section boundary, written
+    through the file and reopened, so the mirror searched is the one loaded from disk."""
+    indexes: list[OffsetIndex | TimeIndex] = []
+    for n, count in enumerate([0, 1, 2, 3, 7, 100, 1022, 1023, 1024, 1025, 1026, 2047, 2048, 4000, 9000]):
+        base = rng.randrange(10**9)
+        offsets = sorted(rng.sample(range(base, base + 20 * count + 1), count))
+        written = OffsetIndex(tmp_path / f"{n}.index", base, 8 * count + 8)
+        for position, offset in enumerate(offsets):
+            written.append(offset, 100 * position)
+        written.trim_to_valid_size()
+        written.close()
+        indexes.append(OffsetIndex(tmp_path / f"{n}.index", base, 8 * count + 8))
+        times = TimeIndex(tmp_path / f"{n}.timeindex", base, 12 * count + 24)
+        for stamp, offset in zip(sorted(rng.sample(range(1_700_000_000_000, 1_700_000_000_000 + 30 * count + 1), count)), offsets):
+            times.maybe_append(stamp, offset)
+        indexes.append(times)
+    return indexes
+
+
+def test_index_lookup_by_bisect_agrees_with_the_probed_search_on_random_cases(tmp_path: Path) -> None:
+    """The index answers with bisect when nobody listens and with Kafka's probe loop when
+    someone does: the same slot, for more than 10,000 random targets (exact keys, their
+    neighbours, below the first and above the last), against numpy's searchsorted too."""
+    rng = random.Random(17)
+    cases = 0
+    for index in _random_indexes(tmp_path, rng):
+        keys = [key for key, _ in index.raw_entries()]
+        wanted = [rng.choice(keys) + rng.choice((-1, 0, 1)) for _ in range(300)] if keys else []
+        low, high = (keys[0], keys[-1]) if keys else (0, 1)
+        wanted += [rng.randrange(low - 50, high + 50) for _ in range(500)] + [low - 1, high + 1]
+        for target in wanted:
+            probes: list[int] = []
+            probed = index.floor_slot(target, lambda slot, key, section: probes.append(key))
+            fast = index.floor_slot(target)
+            assert fast == probed == int(np.searchsorted(np.array(keys, np.int64), target, "right")) - 1
+            assert len(probes) <= 2 + len(keys).bit_length()
+            cases += 1
+        index.close()
+    assert cases >= 10_000
 
 
 def test_warm_section_search_touches_only_the_tail_for_recent_offsets() -> None:

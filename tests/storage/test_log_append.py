@@ -5,6 +5,7 @@ Batches are built by kafka-python, an independent codec, and read back with it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import crc32c
@@ -19,11 +20,13 @@ from kafkalab.errors import (
     ErrorCode,
     InvalidRecordError,
     InvalidTimestampError,
+    LogDirFailureError,
     RecordTooLargeError,
     StorageError,
 )
-from kafkalab.storage import Log, LogConfig
+from kafkalab.storage import Log, LogConfig, log_append
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
+from kafkalab.storage.producer_state import AppendOrigin
 
 
 def batches_of(data: bytes) -> list:
@@ -217,3 +220,91 @@ def test_log_append_time_topics_do_not_check_the_producers_timestamps(tmp_path: 
     log = Log.open(tmp_path / "t-0", LogConfig(message_timestamp_type="LogAppendTime"), ManualClock(5_000))
     assert log.append_as_leader(timed_batch([10 * HOUR_MS]), 0).log_append_time_ms == 5_000
     log.close()
+
+
+def plain_batches() -> list[bytes]:
+    """Single batches a plain producer sends: codecs, sizes, timestamps (one without any)."""
+    batches = [v2_batch([b"k%d" % i for i in range(n)], compression=codec)
+               for n in (1, 7, 300) for codec in (0, 1, 3)]
+    batches.append(timed_batch([-1, -1]))
+    batches.append(timed_batch([1_700_000_000_000 - 5, 1_700_000_000_000 + HOUR_MS]))
+    return batches
+
+
+def test_the_plain_batch_path_writes_what_the_general_path_writes(tmp_path: Path) -> None:
+    """One batch from a plain producer takes the fused path; stamping, the info, the bytes
+    on disk and both indexes must equal the general path's, which is taken by calling it."""
+    now = 1_700_000_000_000
+    config = LogConfig(index_interval_bytes=100)
+    fused = Log.open(tmp_path / "fused-0", config, ManualClock(now))
+    general = Log.open(tmp_path / "general-0", config, ManualClock(now))
+    for epoch, batch in enumerate(plain_batches()):
+        probe = bytearray(batch)
+        assert log_append.assign_plain_batch(probe, 0, 0, now, config, 0) is not None  # takes the fused path
+        info = fused.append_as_leader(batch, epoch)
+        assert info == general._append_batches(bytearray(batch), epoch, now, AppendOrigin.CLIENT)
+    written = b"".join(segment.log_path.read_bytes() for segment in fused.segments)  # rolled by timestamp
+    assert written == b"".join(segment.log_path.read_bytes() for segment in general.segments)
+    assert [b.validate_crc() for b in batches_of(written)] == [True] * len(plain_batches())
+    for mine, theirs in zip(fused.segments, general.segments, strict=True):
+        assert mine.offset_index.raw_entries() == theirs.offset_index.raw_entries()
+        assert mine.time_index.raw_entries() == theirs.time_index.raw_entries()
+    assert fused.segments[0].offset_index.entries > 3
+    assert fused.leader_epoch_cache.entries == general.leader_epoch_cache.entries
+    fused.close()
+    general.close()
+
+
+def idempotent_batch() -> bytes:
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=7,
+                                        producer_epoch=0, base_sequence=0, batch_size=1 << 20)
+    builder.append(0, timestamp=1_000, key=b"k", value=b"v", headers=[])
+    return bytes(builder.build())
+
+
+def claiming_log_append_time(batch: bytes) -> bytes:
+    data = bytearray(batch)
+    data[22] |= 0x08  # the low byte of attributes: timestamp type LogAppendTime
+    data[17:21] = crc32c.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    return bytes(data)
+
+
+@pytest.mark.parametrize("case", ["two batches", "idempotent", "claims LogAppendTime", "bad CRC", "bad count",
+                                  "too large", "future timestamp", "before.max.ms", "compacted",
+                                  "LogAppendTime topic", "short"])
+def test_the_plain_batch_path_leaves_every_other_request_to_the_general_path(case: str) -> None:
+    now = 1_700_000_000_000
+    plain = v2_batch([b"a", b"b"])
+    corrupt = bytearray(plain)
+    corrupt[-1] ^= 1
+    request, config = {
+        "two batches": (plain + plain, LogConfig()),
+        "idempotent": (idempotent_batch(), LogConfig()),
+        "claims LogAppendTime": (claiming_log_append_time(plain), LogConfig()),
+        "bad CRC": (bytes(corrupt), LogConfig()),
+        "bad count": (with_count(plain, 3), LogConfig()),
+        "too large": (plain, LogConfig(max_message_bytes=len(plain) - 1)),
+        "future timestamp": (timed_batch([now + HOUR_MS + 1]), LogConfig()),
+        "before.max.ms": (plain, LogConfig(message_timestamp_before_max_ms=60_000)),
+        "compacted": (plain, LogConfig(cleanup_policy="compact")),
+        "LogAppendTime topic": (plain, LogConfig(message_timestamp_type="LogAppendTime")),
+        "short": (plain[:60], LogConfig()),
+    }[case]
+    buf = bytearray(request)
+    assert log_append.assign_plain_batch(buf, 42, 3, now, config, 0) is None
+    assert buf == request  # untouched: the general path decides, and names a broken rule
+
+
+def test_a_failed_write_on_the_plain_batch_path_takes_the_directory_offline(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", LogConfig(), ManualClock(0))
+    log.append_as_leader(v2_batch([b"a"]), 0)
+    segment = log.active_segment
+    read_only = os.open(segment.log_path, os.O_RDONLY)
+    os.dup2(read_only, segment.fd)  # the disk "fails": the next write gets EBADF
+    os.close(read_only)
+    with pytest.raises(LogDirFailureError) as caught:
+        log.append_as_leader(v2_batch([b"b"]), 0)
+    assert caught.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR and caught.value.log_dir == str(tmp_path)
+    assert isinstance(caught.value.__cause__, OSError)
+    assert log.log_end_offset == 1
+    log.close_handlers()

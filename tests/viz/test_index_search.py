@@ -132,7 +132,7 @@ def test_probes_are_the_engine_search_and_the_answer_agrees_with_numpy(demo_log:
     rng = random.Random(7)
     for target in [0, 1, 2, 1974, 1975, 2998, 2999] + [rng.randrange(3000) for _ in range(40)]:
         trace = trace_offset_lookup(demo_log, target)
-        expected_slot = index_search.floor_slot(keys, len(keys), target, 8)
+        expected_slot = index_search.floor_slot(keys.tolist(), len(keys), target)
         assert trace.index_slot == expected_slot, target
         assert trace.found_offset >= target and trace.scanned[-1].base_offset <= target
         assert trace.bytes_scanned == sum(b.size_bytes for b in trace.scanned)

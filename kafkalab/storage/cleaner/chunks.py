@@ -72,6 +72,8 @@ class Chunk:
     positions: np.ndarray  # entry starts within ``data``
     sizes: np.ndarray
     magics: np.ndarray
+    segment_base_offset: int = -1  # where the chunk was read: the segment ...
+    file_position: int = -1  # ... and the byte of its file at which ``data`` starts
 
     @property
     def is_v2(self) -> bool:
@@ -117,7 +119,7 @@ def read_chunks(segment: LogSegment, position: int, buffers: ChunkBuffers | None
                 raise CorruptRecordError(f"no complete entry at byte {position} of {segment.log_path}",
                                          position=position)
         end = int(positions[-1] + sizes[-1])
-        yield Chunk(view[:end], positions, sizes, magics)
+        yield Chunk(view[:end], positions, sizes, magics, segment.base_offset, position)
         position += end
 
 

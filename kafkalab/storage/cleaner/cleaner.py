@@ -57,7 +57,7 @@ from kafkalab.records.header import BatchHeader
 from kafkalab.storage.cleaner import fast_path, reference
 from kafkalab.storage.cleaner.chunks import Chunk, ChunkBuffers, read_chunks
 from kafkalab.storage.cleaner.fast_map import FastOffsetMap
-from kafkalab.storage.cleaner.fast_path import Cleaned
+from kafkalab.storage.cleaner.fast_path import DECODED_BYTES_MAX, Cleaned, DecodedChunks
 from kafkalab.storage.cleaner.offset_map import OffsetMap
 from kafkalab.storage.cleaner.reference import KeyOffsetMap
 from kafkalab.storage.cleaner.rules import CleanedTransactions, LastRecord, RetentionRule
@@ -125,9 +125,11 @@ def segments_between(log: CleanableLog, start_offset: int, end_offset: int) -> l
 
 
 def build_offset_map(log: CleanableLog, start_offset: int, end_offset: int, offset_map: KeyOffsetMap,
-                     stats: CleanerStats, *, fast: bool, buffers: ChunkBuffers | None = None) -> None:
+                     stats: CleanerStats, *, fast: bool, buffers: ChunkBuffers | None = None,
+                     decoded: DecodedChunks | None = None) -> None:
     """Map keys of ``[start_offset, end_offset)``, stopping at the record where the map fills
-    (Kafka's ``buildOffsetMap``); ``offset_map`` has been cleared by the caller."""
+    (Kafka's ``buildOffsetMap``); ``offset_map`` has been cleared by the caller. The compiled
+    path keeps each chunk's decoding in ``decoded`` for the copy phase."""
     offset_map.update_latest_offset(start_offset - 1)
     transactions = CleanedTransactions(log.collect_aborted_transactions(start_offset, end_offset))
     dirty = segments_between(log, start_offset, end_offset)
@@ -135,7 +137,7 @@ def build_offset_map(log: CleanableLog, start_offset: int, end_offset: int, offs
         next_start = dirty[index + 1].base_offset if index + 1 < len(dirty) else end_offset
         position = segment.offset_index.lookup(start_offset).position if index == 0 else 0
         for chunk in read_chunks(segment, position, buffers):
-            if _map_chunk(chunk, start_offset, offset_map, stats, fast, transactions):
+            if _map_chunk(chunk, start_offset, offset_map, stats, fast, transactions, decoded):
                 return
         # Offsets may have gaps (an earlier clean): the map has seen everything below the next
         # segment's base offset.
@@ -143,9 +145,10 @@ def build_offset_map(log: CleanableLog, start_offset: int, end_offset: int, offs
 
 
 def _map_chunk(chunk: Chunk, start_offset: int, offset_map: KeyOffsetMap, stats: CleanerStats, fast: bool,
-               transactions: CleanedTransactions) -> bool:
+               transactions: CleanedTransactions, decoded: DecodedChunks | None) -> bool:
     if fast:
-        return fast_path.map_chunk(chunk, start_offset, cast(FastOffsetMap, offset_map), stats, transactions)
+        return fast_path.map_chunk(chunk, start_offset, cast(FastOffsetMap, offset_map), stats, transactions,
+                                   decoded)
     stats.map_bytes_read += len(chunk.data)
     return any(reference.map_batch(h, chunk.data, start_offset, offset_map, stats, transactions)
                for h in chunk.headers())
@@ -186,13 +189,11 @@ def group_segments_by_size(segments: Sequence[LogSegment], max_size_bytes: int, 
 def append_cleaned(segment: LogSegment, cleaned: Cleaned, stats: CleanerStats) -> None:
     """Append one chunk's kept entries to the ``.cleaned`` segment with one write (Kafka's
     cleaner writes whenever its write buffer fills; a chunk is that buffer here)."""
-    if not cleaned.headers:
+    if not cleaned.sizes:
         return
-    largest_timestamp = max(h.max_timestamp for h in cleaned.headers)
-    horizons = [h.base_timestamp for h in cleaned.headers if h.has_delete_horizon]
-    if horizons:
-        stats.saw_delete_horizon(min(horizons))
-    segment.append(cleaned.headers[-1].last_offset, largest_timestamp, cleaned.data, cleaned.headers)
+    if cleaned.delete_horizons:
+        stats.saw_delete_horizon(min(cleaned.delete_horizons))
+    segment.append_batches(cleaned.data, cleaned.last_offsets, cleaned.max_timestamps, cleaned.sizes)
     stats.bytes_written += len(cleaned.data)
 
 
@@ -202,24 +203,33 @@ def append_cleaned(segment: LogSegment, cleaned: Cleaned, stats: CleanerStats) -
 class Cleaner:
     """Cleans one log at a time on explicit calls. Not thread-safe; no threads of its own.
 
-    ``fast`` picks the compiled path (default) or the reference one. ``fault`` is called with
+    ``fast`` picks the compiled path (default) or the reference one; ``decoded_bytes`` bounds
+    what its map phase keeps for the copy phase (:class:`~.fast_path.DecodedChunks`). ``fault`` is called with
     the name of each step (``"cleaned-written"``) so tests can stop a clean between steps, as a
     crash would.
     """
 
     def __init__(self, dedupe_buffer_bytes: int, load_factor: float = 0.9, *, fault: FaultHook | None = None,
-                 fast: bool = True) -> None:
+                 fast: bool = True, decoded_bytes: int = DECODED_BYTES_MAX) -> None:
         self.fast = fast
         self.offset_map: KeyOffsetMap = (FastOffsetMap if fast else OffsetMap)(dedupe_buffer_bytes, load_factor)
         self._fault = fault or (lambda step: None)
         self._buffers = ChunkBuffers()
+        self.decoded = DecodedChunks(decoded_bytes)  # the map phase's decoding, for the copy phase
 
     def clean(self, log: CleanableLog, first_dirty_offset: int, first_uncleanable_offset: int, now_ms: int,
               active_producers: Mapping[int, LastRecord] | None = None) -> CleanResult:
+        try:
+            return self._clean(log, first_dirty_offset, first_uncleanable_offset, now_ms, active_producers)
+        finally:
+            self.decoded.clear()  # what the map phase kept lives for one clean only
+
+    def _clean(self, log: CleanableLog, first_dirty_offset: int, first_uncleanable_offset: int, now_ms: int,
+               active_producers: Mapping[int, LastRecord] | None) -> CleanResult:
         stats = CleanerStats()
         self._clear_map(first_uncleanable_offset - first_dirty_offset)
         build_offset_map(log, first_dirty_offset, first_uncleanable_offset, self.offset_map, stats, fast=self.fast,
-                         buffers=self._buffers)
+                         buffers=self._buffers, decoded=self.decoded)
         # Every mapped offset is <= latest_offset, and a map holds at least one entry, so a
         # clean with dirty keyed records always moves forward, even mid-batch.
         end_offset = self.offset_map.latest_offset + 1
@@ -269,7 +279,7 @@ class Cleaner:
     def _filter_chunk(self, chunk: Chunk, rule: RetentionRule, retain_legacy: bool, stats: CleanerStats) -> Cleaned:
         if self.fast:
             return fast_path.filter_chunk(chunk, rule, cast(FastOffsetMap, self.offset_map), retain_legacy, stats,
-                                          self._buffers)
+                                          self._buffers, self.decoded)
         entries = [reference.filter_entry(h, chunk.data, rule, self.offset_map, retain_legacy, stats)
                    for h in chunk.headers()]
         return fast_path.joined([e for e in entries if e is not None])

@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
+from kafkalab.records.codec import build_batch
 from kafkalab.records.header import Compression
+from kafkalab.records.model import Record
 from kafkalab.storage.cleaner import LogCleaner
 from kafkalab.storage.cleaner.cleaner import Cleaner, group_segments_by_size
 
@@ -260,3 +262,34 @@ def test_aborted_transaction_data_and_markers_removed(make_log) -> None:  # type
     fx.clock.advance_ms(1)
     clean(fx)
     assert [o for o, _ in t.layout()] == [0, 3, 5, 6, 7]
+
+
+@pytest.mark.parametrize("listening", [False, True])
+@pytest.mark.parametrize("sizes", ["random", "equal"])
+def test_cleaned_segments_are_indexed_as_recovery_rebuilds_them(make_log, listening: bool, sizes: str) -> None:  # type: ignore[no-untyped-def]
+    """A cleaned segment's indexes are built in bulk from the cleaner's columns (or batch by
+    batch when someone listens); recovery rebuilds them from the batches on disk with the
+    segment's own rule, so both must agree entry for entry. Equal one-record batches make the
+    bytes since the last entry land exactly on ``index.interval.bytes`` (not more: no entry)."""
+    equal = sizes == "equal"
+    one = len(build_batch([Record(0, 0, b"k%03d" % 0, bytes(20))], base_offset=0))
+    fx = make_log(**{"segment.bytes": "6000", "index.interval.bytes": str(2 * one if equal else 150)})
+    rng = random.Random(5)
+    for _ in range(300):
+        fx.clock.advance_ms(0 if equal else rng.choice([0, 0, 3, 40]))  # max timestamps grow in steps, or not
+        if equal:
+            fx.append([(b"k%03d" % rng.randrange(400), bytes(20))])
+        else:
+            fx.append([(b"k%d" % rng.randrange(400), bytes(rng.randrange(60))) for _ in range(rng.randrange(1, 4))])
+    fx.log.roll("test")
+    if listening:
+        fx.log.subscribe(lambda event: None)
+    Cleaner(1 << 20).clean(fx.log, 0, fx.log.segments[-1].base_offset, fx.clock.milliseconds())
+    cleaned = fx.log.segments[:-1]
+    assert sum(s.offset_index.entries for s in cleaned) > 10 and sum(s.time_index.entries for s in cleaned) > (
+        0 if equal else 3)
+    for segment in cleaned:
+        written = (segment.offset_index.raw_entries(), segment.time_index.raw_entries())
+        segment.recover(1 << 20)
+        segment.on_become_inactive()
+        assert (segment.offset_index.raw_entries(), segment.time_index.raw_entries()) == written

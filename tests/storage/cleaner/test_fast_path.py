@@ -226,3 +226,29 @@ def test_corrupt_batch_is_a_typed_error(make_log) -> None:  # type: ignore[no-un
     os.pwrite(segment.fd, b"\xff", segment.size_bytes - 1)  # last value byte of the second batch
     with pytest.raises(CorruptRecordError, match="CRC mismatch"):
         Cleaner(1 << 20).clean(fx.log, 0, 2, fx.clock.milliseconds())
+
+
+@pytest.mark.parametrize("budget", [1 << 20, 3_000])
+def test_copy_phase_reuses_the_map_phases_decoding_and_writes_the_same_bytes(make_log, monkeypatch, tmp_path: Path,
+                                                                            budget: int) -> None:  # type: ignore[no-untyped-def]
+    """The copy phase takes the map phase's decoding of a chunk instead of decoding it again;
+    the cleaned segments must equal those of a clean that decodes twice (budget 0), and the
+    reference path's. A small budget keeps only some chunks: the rest are decoded again."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 512)  # many chunks per segment
+    fx = make_log(**{"segment.bytes": "2000"})
+    for i in range(60):
+        fx.append([(b"k%d" % (i % 7), bytes(i % 30)), (b"j%d" % (i % 11), None if i % 5 == 0 else b"v")])
+        fx.append([(b"z%d" % (i % 3), b"compressed")], Compression.LZ4 if i % 9 == 0 else Compression.NONE)
+    fx.log.roll("test")
+    fx.log.close()
+    written = {}
+    for name, cleaner in {"reused": Cleaner(1 << 20, decoded_bytes=budget), "twice": Cleaner(1 << 20, decoded_bytes=0),
+                          "reference": Cleaner(1 << 20, fast=False)}.items():
+        copy = tmp_path / name / "t-0"
+        shutil.copytree(fx.directory, copy)
+        log = LogFixture(copy.parent, **fx.props).log
+        cleaner.clean(log, 0, log.segments[-1].base_offset, fx.clock.milliseconds())
+        written[name] = (_files(copy), cleaner.decoded.taken)
+        log.close()
+    assert written["reused"][0] == written["twice"][0] == written["reference"][0]
+    assert written["twice"][1] == 0 and written["reused"][1] > (10 if budget > 3_000 else 0)
