@@ -78,6 +78,10 @@ class ClientProtocol:
         self._decoder = FrameDecoder(response_bytes_max)
         self._pending: deque[PendingRequest] = deque()
         self._next_correlation_id = 0
+        # Kafka's Java client reads a response field by field and ignores what is left; a client
+        # of foreign brokers may do the same (librdkafka 2.x's mock cluster ends flexible
+        # Metadata responses with one byte more than Kafka's schema describes).
+        self.allow_trailing_bytes = False
 
     def version_for(self, api_key: int) -> int:
         """The negotiated version, or ApiVersions v0 before negotiation."""
@@ -113,7 +117,8 @@ class ClientProtocol:
         if not self._pending:
             raise ProtocolError(f"received a {len(frame)}-byte response with no request in flight")
         request = self._pending.popleft()
-        correlation_id, body = decode_response(request.api_key, request.api_version, bytes(frame))
+        correlation_id, body = decode_response(request.api_key, request.api_version, bytes(frame),
+                                               allow_trailing=self.allow_trailing_bytes)
         if correlation_id != request.correlation_id:
             raise ProtocolError(
                 f"response correlation id {correlation_id} does not match the oldest request "
@@ -177,6 +182,11 @@ class BrokerConnection:
         except OSError as error:
             raise NetworkError(f"{self.host}:{self.port}: {error}") from error
         return response.body
+
+    @property
+    def socket(self) -> socket.socket:
+        """The connected socket, for an adapter that waits on several brokers with ``select``."""
+        return self._socket
 
     def metadata(self, topics: list[str] | None = None, *, allow_auto_topic_creation: bool = False) -> Any:
         """A Metadata response for ``topics`` (None = every topic)."""

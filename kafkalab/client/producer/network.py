@@ -1,0 +1,193 @@
+"""The socket adapter: :class:`KafkaProducer`, the sans-I/O producer on real TCP connections.
+
+Theory of operation
+-------------------
+One :class:`~kafkalab.client.connection.ClientProtocol` per broker frames requests and decodes
+answers; this module only moves bytes. Each turn of :meth:`KafkaProducer.run_once`:
+
+1. asks the core for requests (``poll``) and writes each to its broker's socket, connecting
+   (and negotiating API versions) on first use; ``ANY_NODE`` goes to a bootstrap server;
+2. waits in ``select`` until a socket has bytes, or the core's next wake-up (a batch's
+   ``linger.ms`` ends), or a request's ``request.timeout.ms`` runs out;
+3. hands every whole response to the core, and fails every request of a broken or silent
+   connection (which it closes, as Kafka's ``NetworkClient`` does).
+
+Kafka runs this loop on the producer's Sender thread. Here it runs inside ``send`` (while
+waiting for metadata or memory), ``future.get``, ``flush`` and ``poll``: fire-and-forget sends
+make progress whenever the application calls any of them, as with librdkafka's ``poll``.
+
+Worked example::
+
+    with KafkaProducer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5}) as producer:
+        producer.send(ProducerRecord("orders", b"v1"))                    # fire-and-forget
+        metadata = producer.send(ProducerRecord("orders", b"v2")).get()   # sync
+        producer.send(ProducerRecord("orders", b"v3"), callback=print)    # async
+"""
+
+from __future__ import annotations
+
+import random
+import select
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalab.client.connection import RECV_CHUNK_BYTES, BrokerConnection, parse_bootstrap
+from kafkalab.client.producer.config import producer_config
+from kafkalab.client.producer.futures import Callback, FutureRecordMetadata
+from kafkalab.client.producer.producer import (
+    PendingSend,
+    Producer,
+    ProducerInterceptor,
+    ProducerRecord,
+    Serializer,
+    bytes_serializer,
+)
+from kafkalab.client.producer.sender import ANY_NODE, OutboundRequest
+from kafkalab.clock import Clock, SystemClock
+from kafkalab.errors import KafkaError, NetworkError
+
+SELECT_WAIT_MAX_MS = 100  # never sleep longer than this, so a caller's own timeout is honoured
+BLOCKED_WAIT_MS = 10  # between retries of a send waiting for metadata or memory
+
+
+@dataclass(slots=True)
+class _Link:
+    """One broker connection and the core's requests waiting for its answers, in order."""
+
+    connection: BrokerConnection
+    waiting: deque[tuple[int, int]] = field(default_factory=deque)  # (request id, deadline ms)
+
+
+class KafkaProducer:
+    """A producer over TCP. Not thread-safe: call it from one thread; close it when done."""
+
+    def __init__(self, properties: Mapping[str, Any], *, interceptors: Sequence[ProducerInterceptor] = (),
+                 key_serializer: Serializer = bytes_serializer, value_serializer: Serializer = bytes_serializer,
+                 clock: Clock | None = None, rng: random.Random | None = None) -> None:
+        self.config = producer_config(properties)
+        self.clock = clock or SystemClock()
+        self.core = Producer(self.config, rng=rng or random.Random(), key_serializer=key_serializer,
+                             value_serializer=value_serializer, interceptors=interceptors, driver=self._run_until)
+        self.bootstrap = parse_bootstrap(self.config.bootstrap_servers)
+        self.links: dict[int, _Link] = {}
+
+    # --- the application's side ---------------------------------------------------------------
+
+    def send(self, record: ProducerRecord, callback: Callback | None = None) -> FutureRecordMetadata:
+        result = self.core.send(record, self._now(), callback)
+        while isinstance(result, PendingSend):
+            self.run_once(BLOCKED_WAIT_MS)
+            result = self.core.resume(result, self._now())
+        self.run_once(0)
+        return result
+
+    def flush(self, timeout_ms: int | None = None) -> bool:
+        self.core.begin_flush()
+        return self._run_until(self.core.flushed, timeout_ms)
+
+    def poll(self, timeout_ms: int = 0) -> None:
+        self.run_once(timeout_ms)
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            for link in self.links.values():
+                link.connection.close()
+            self.links.clear()
+
+    def __enter__(self) -> KafkaProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        return self.clock.milliseconds()
+
+    def _run_until(self, done: Callable[[], bool], timeout_ms: int | None) -> bool:
+        deadline = None if timeout_ms is None else self._now() + timeout_ms
+        while not done():
+            if deadline is not None and self._now() >= deadline:
+                return False
+            self.run_once(SELECT_WAIT_MAX_MS)
+        return True
+
+    def run_once(self, wait_ms: int) -> None:
+        """Send what the core has, wait up to ``wait_ms`` for answers, and hand them over."""
+        now = self._now()
+        for request in self.core.poll(now):
+            self._send(request, now)
+        wake = self.core.next_wakeup_ms(now)
+        deadlines = [d for link in self.links.values() for _, d in link.waiting]
+        for moment in ([] if wake is None else [wake]) + deadlines:
+            wait_ms = min(wait_ms, max(0, moment - now))
+        readers = {link.connection.socket: node for node, link in self.links.items() if link.waiting}
+        if readers:
+            readable, _, _ = select.select(list(readers), [], [], wait_ms / 1000)
+            for sock in readable:
+                self._receive(readers[sock])
+        self._expire(self._now())
+
+    def _send(self, request: OutboundRequest, now: int) -> None:
+        try:
+            link = self._link(request.node_id)
+            data = link.connection.protocol.send_request(request.api_key, request.body,
+                                                         expect_response=request.expect_response)
+            link.connection.socket.sendall(data)
+        except (KafkaError, OSError):
+            if request.expect_response:
+                self.core.on_failure(request.request_id, now)
+            self._drop(request.node_id, now)
+            return
+        if request.expect_response:
+            link.waiting.append((request.request_id, now + request.timeout_ms))
+
+    def _link(self, node_id: int) -> _Link:
+        link = self.links.get(node_id)
+        if link is None:
+            if node_id == ANY_NODE:
+                host, port = self.bootstrap[0]
+                for node, known in self.links.items():  # any open connection will do
+                    if node != ANY_NODE:
+                        return known
+            else:
+                host, port = self.core.metadata.brokers[node_id]
+            connection = BrokerConnection(host, port, request_timeout_ms=self.config.request_timeout_ms,
+                                          client_id=self.config.client_id)
+            connection.protocol.allow_trailing_bytes = True  # as Kafka's client: see ClientProtocol
+            link = self.links[node_id] = _Link(connection)
+        return link
+
+    def _receive(self, node_id: int) -> None:
+        link = self.links[node_id]
+        try:
+            chunk = link.connection.socket.recv(RECV_CHUNK_BYTES)
+            if not chunk:
+                raise NetworkError(f"broker {node_id} closed the connection")
+            link.connection.protocol.receive_data(chunk)
+            while (response := link.connection.protocol.next_response()) is not None:
+                request_id, _ = link.waiting.popleft()
+                self.core.on_response(request_id, response.body, self._now())
+        except (KafkaError, OSError):
+            self._drop(node_id, self._now())
+
+    def _expire(self, now: int) -> None:
+        for node_id in [n for n, link in self.links.items() if link.waiting and link.waiting[0][1] <= now]:
+            self._drop(node_id, now)
+
+    def _drop(self, node_id: int, now: int) -> None:
+        """Close a connection and fail everything it still owed."""
+        link = self.links.pop(node_id, None)
+        if link is None:
+            return
+        link.connection.close()
+        for request_id, _ in link.waiting:
+            self.core.on_failure(request_id, now)
+
+
+__all__ = ["KafkaProducer", "ProducerRecord"]
