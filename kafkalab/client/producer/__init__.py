@@ -3,7 +3,7 @@
 Read it in the order a record travels: :mod:`.producer` (interceptors, serializers, the
 partitioner of :mod:`.partitioner`), :mod:`.accumulator` (batches per partition),
 :mod:`.sender` (Produce requests, retries, idempotence), then an adapter: :mod:`.network` (TCP)
-or :mod:`.sim` (the simulated cluster). Settings are in :mod:`.config`.
+or :mod:`kafkalab.sim.producer` (the simulated cluster, which sits a layer above). Settings are in :mod:`.config`.
 """
 
 from kafkalab.client.producer.config import ProducerConfig, producer_config

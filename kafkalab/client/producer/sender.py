@@ -135,7 +135,8 @@ class Sender:
             times.append(self.metadata.updated_ms + self.metadata.max_age_ms)
         if self._last_metadata_ms is not None and self.metadata.update_requested:
             times.append(self._last_metadata_ms + self.config.retry_backoff_ms)
-        return min(times) if times else None
+        later = [t for t in times if t > now_ms]  # what is due now, poll does now
+        return min(later) if later else None
 
     def has_work(self) -> bool:
         return bool(self.in_flight) or self.accumulator.has_undrained()
