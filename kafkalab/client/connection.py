@@ -82,6 +82,7 @@ class ClientProtocol:
         # of foreign brokers may do the same (librdkafka 2.x's mock cluster ends flexible
         # Metadata responses with one byte more than Kafka's schema describes).
         self.allow_trailing_bytes = False
+        self.in_flight_max = IN_FLIGHT_MAX  # a client that counts its own requests may raise it
 
     def version_for(self, api_key: int) -> int:
         """The negotiated version, or ApiVersions v0 before negotiation."""
@@ -96,8 +97,8 @@ class ClientProtocol:
         """Frame ``body`` as a request; returns the bytes to write to the socket.
 
         ``expect_response=False`` is for Produce with ``acks=0``, which Kafka never answers."""
-        if len(self._pending) >= IN_FLIGHT_MAX:
-            raise ProtocolError(f"{len(self._pending)} requests already in flight; the limit is {IN_FLIGHT_MAX}")
+        if len(self._pending) >= self.in_flight_max:
+            raise ProtocolError(f"{len(self._pending)} requests already in flight; the limit is {self.in_flight_max}")
         version = self.version_for(api_key) if api_version is None else api_version
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) % CORRELATION_ID_MAX

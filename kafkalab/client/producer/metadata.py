@@ -28,6 +28,7 @@ class ClusterMetadata:
         self.max_age_ms = max_age_ms
         self.brokers: dict[int, tuple[str, int]] = {}
         self.leaders: dict[str, tuple[int, ...]] = {}  # leader per partition index
+        self._available: dict[str, list[int]] = {}  # partitions with a leader, per topic
         self.topic_errors: dict[str, ErrorCode] = {}
         self.wanted: set[str] = set()
         self.updated_ms: int | None = None
@@ -57,7 +58,12 @@ class ClusterMetadata:
         return leaders[tp[1]]
 
     def available(self, topic: str) -> list[int]:
-        return [p for p, leader in enumerate(self.leaders.get(topic, ())) if leader != NO_LEADER]
+        """Partitions of ``topic`` that have a leader (computed once per Metadata response)."""
+        available = self._available.get(topic)
+        if available is None:
+            available = self._available[topic] = [
+                p for p, leader in enumerate(self.leaders.get(topic, ())) if leader != NO_LEADER]
+        return available
 
     def request_body(self) -> dict[str, Any]:
         return {"topics": [{"name": t} for t in sorted(self.wanted)], "allow_auto_topic_creation": True}
@@ -65,6 +71,7 @@ class ClusterMetadata:
     def update(self, body: Any, now_ms: int) -> None:
         """Take a Metadata response in: brokers, and the leaders of every topic it describes."""
         self.brokers = {b.node_id: (b.host, b.port) for b in body.brokers}
+        self._available.clear()
         for topic in body.topics:
             code = ErrorCode(topic.error_code) if topic.error_code in ErrorCode._value2member_map_ \
                 else ErrorCode.UNKNOWN_SERVER_ERROR

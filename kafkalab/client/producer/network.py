@@ -58,6 +58,7 @@ class _Link:
 
     connection: BrokerConnection
     waiting: deque[tuple[int, int]] = field(default_factory=deque)  # (request id, deadline ms)
+    outbox: deque[memoryview] = field(default_factory=deque)  # request bytes the socket has not taken yet
 
 
 class KafkaProducer:
@@ -72,15 +73,18 @@ class KafkaProducer:
                              value_serializer=value_serializer, interceptors=interceptors, driver=self._run_until)
         self.bootstrap = parse_bootstrap(self.config.bootstrap_servers)
         self.links: dict[int, _Link] = {}
+        self._last_turn_ms = -1
 
     # --- the application's side ---------------------------------------------------------------
 
     def send(self, record: ProducerRecord, callback: Callback | None = None) -> FutureRecordMetadata:
-        result = self.core.send(record, self._now(), callback)
+        now = self._now()
+        result = self.core.send(record, now, callback)
         while isinstance(result, PendingSend):
             self.run_once(BLOCKED_WAIT_MS)
             result = self.core.resume(result, self._now())
-        self.run_once(0)
+        if now != self._last_turn_ms:  # at most one turn of the loop per millisecond of sends
+            self.run_once(0)
         return result
 
     def flush(self, timeout_ms: int | None = None) -> bool:
@@ -119,7 +123,7 @@ class KafkaProducer:
 
     def run_once(self, wait_ms: int) -> None:
         """Send what the core has, wait up to ``wait_ms`` for answers, and hand them over."""
-        now = self._now()
+        now = self._last_turn_ms = self._now()
         for request in self.core.poll(now):
             self._send(request, now)
         wake = self.core.next_wakeup_ms(now)
@@ -127,10 +131,14 @@ class KafkaProducer:
         for moment in ([] if wake is None else [wake]) + deadlines:
             wait_ms = min(wait_ms, max(0, moment - now))
         readers = {link.connection.socket: node for node, link in self.links.items() if link.waiting}
-        if readers:
-            readable, _, _ = select.select(list(readers), [], [], wait_ms / 1000)
+        writers = {link.connection.socket: node for node, link in self.links.items() if link.outbox}
+        if readers or writers:
+            readable, writable, _ = select.select(list(readers), list(writers), [], wait_ms / 1000)
+            for sock in writable:
+                self._write(writers[sock])
             for sock in readable:
-                self._receive(readers[sock])
+                if readers[sock] in self.links:
+                    self._receive(readers[sock])
         self._expire(self._now())
 
     def _send(self, request: OutboundRequest, now: int) -> None:
@@ -138,7 +146,6 @@ class KafkaProducer:
             link = self._link(request.node_id)
             data = link.connection.protocol.send_request(request.api_key, request.body,
                                                          expect_response=request.expect_response)
-            link.connection.socket.sendall(data)
         except (KafkaError, OSError):
             if request.expect_response:
                 self.core.on_failure(request.request_id, now)
@@ -146,6 +153,28 @@ class KafkaProducer:
             return
         if request.expect_response:
             link.waiting.append((request.request_id, now + request.timeout_ms))
+        link.outbox.append(memoryview(data))
+        self._write(request.node_id if request.node_id in self.links else self._node_of(link))
+
+    def _node_of(self, link: _Link) -> int:
+        return next(node for node, known in self.links.items() if known is link)
+
+    def _write(self, node_id: int) -> None:
+        """Give the socket as much of the outbox as it takes without blocking: the producer
+        goes on batching while the broker reads (Kafka's selector does the same)."""
+        link = self.links[node_id]
+        try:
+            while link.outbox:
+                head = link.outbox[0]
+                sent = link.connection.socket.send(head)
+                if sent < len(head):
+                    link.outbox[0] = head[sent:]
+                    return
+                link.outbox.popleft()
+        except BlockingIOError:
+            return
+        except OSError:
+            self._drop(node_id, self._now())
 
     def _link(self, node_id: int) -> _Link:
         link = self.links.get(node_id)
@@ -160,6 +189,10 @@ class KafkaProducer:
             connection = BrokerConnection(host, port, request_timeout_ms=self.config.request_timeout_ms,
                                           client_id=self.config.client_id)
             connection.protocol.allow_trailing_bytes = True  # as Kafka's client: see ClientProtocol
+            connection.socket.setblocking(False)
+            # the sender keeps max.in.flight.requests.per.connection Produce requests in flight,
+            # and a Metadata or InitProducerId request may go beside them
+            connection.protocol.in_flight_max = self.config.max_in_flight_requests_per_connection + 2
             link = self.links[node_id] = _Link(connection)
         return link
 
@@ -167,6 +200,12 @@ class KafkaProducer:
         link = self.links[node_id]
         try:
             chunk = link.connection.socket.recv(RECV_CHUNK_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._drop(node_id, self._now())
+            return
+        try:
             if not chunk:
                 raise NetworkError(f"broker {node_id} closed the connection")
             link.connection.protocol.receive_data(chunk)

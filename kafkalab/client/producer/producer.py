@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kafkalab.client.producer.accumulator import BATCH_OVERHEAD_BYTES, RecordAccumulator, record_size_upper_bound
 from kafkalab.client.producer.config import ProducerConfig
@@ -55,9 +55,9 @@ def bytes_serializer(topic: str, data: Any) -> bytes | None:
                     "or pass a key_serializer / value_serializer")
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerRecord:
-    """What an application sends (Kafka's ``ProducerRecord``)."""
+class ProducerRecord(NamedTuple):
+    """What an application sends (Kafka's ``ProducerRecord``). Immutable; a named tuple rather
+    than a frozen dataclass because an application builds one per record."""
 
     topic: str
     value: Any = None
@@ -120,40 +120,48 @@ class Producer:
     def send(self, record: ProducerRecord, now_ms: int, callback: Callback | None = None
              ) -> FutureRecordMetadata | PendingSend:
         """Intercept, serialize and try to append ``record``; see :meth:`resume` for a pending one."""
-        record = self.interceptors.on_send(record)
+        if self.interceptors.chain:
+            record = self.interceptors.on_send(record)
         future = FutureRecordMetadata(self.driver)
-        future.add_callback(self.interceptors.on_acknowledgement)
+        if self.interceptors.chain:
+            future.add_callback(self.interceptors.on_acknowledgement)
         if callback is not None:
             future.add_callback(callback)
         key = self.key_serializer(record.topic, record.key)
         value = self.value_serializer(record.topic, record.value)
         self.metadata.want(record.topic)
-        pending = PendingSend(record, key, value, future, now_ms + self.config.max_block_ms)
-        return self.resume(pending, now_ms)
+        return self._append(record, key, value, future, now_ms, None)
 
     def resume(self, pending: PendingSend, now_ms: int) -> FutureRecordMetadata | PendingSend:
         """Append a pending record if it can be now; past its deadline, fail it (and raise)."""
-        record = pending.record
+        return self._append(pending.record, pending.key, pending.value, pending.future, now_ms, pending)
+
+    def _append(self, record: ProducerRecord, key: bytes | None, value: bytes | None,
+                future: FutureRecordMetadata, now_ms: int, pending: PendingSend | None
+                ) -> FutureRecordMetadata | PendingSend:
         count = self.metadata.partition_count(record.topic)
         if count is None:
-            return self._wait(pending, now_ms, "metadata")
+            return self._wait(pending or PendingSend(record, key, value, future, now_ms + self.config.max_block_ms),
+                              now_ms, "metadata")
         try:
-            self._check_size(record_size_upper_bound(pending.key, pending.value, record.headers))
+            self._check_size(record_size_upper_bound(key, value, record.headers))
             available = self.metadata.available(record.topic)
-            partition = self.partitioner.partition(record.topic, pending.key, record.partition, count, available)
+            partition = self.partitioner.partition(record.topic, key, record.partition, count, available)
         except KafkaError as error:
-            pending.future.fail(error)  # as Kafka: an ApiException fails the future, not send()
-            return pending.future
+            future.fail(error)  # as Kafka: an ApiException fails the future, not send()
+            return future
         timestamp = now_ms if record.timestamp is None else record.timestamp
-        result = self.accumulator.append((record.topic, partition), timestamp, pending.key, pending.value,
-                                         record.headers, now_ms, pending.future)
+        result = self.accumulator.append((record.topic, partition), timestamp, key, value,
+                                         record.headers, now_ms, future)
         if result.blocked:
-            return self._wait(pending, now_ms, "memory")
-        if pending.waiting_for == "memory":
+            return self._wait(pending or PendingSend(record, key, value, future, now_ms + self.config.max_block_ms),
+                              now_ms, "memory")
+        if pending is not None and pending.waiting_for == "memory":
             self.accumulator.blocked_appends -= 1
-        self.partitioner.on_append(record.topic, partition, result.appended_bytes, result.enable_switch,
-                                   count, available)
-        return pending.future
+        if record.key is None and record.partition is None:
+            self.partitioner.on_append(record.topic, partition, result.appended_bytes, result.enable_switch,
+                                       count, available)
+        return future
 
     def _wait(self, pending: PendingSend, now_ms: int, what: str) -> PendingSend:
         if what == "memory" and pending.waiting_for != "memory":
