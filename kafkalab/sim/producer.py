@@ -57,6 +57,7 @@ class SimProducer:
         self.core = Producer(self.config, rng=random.Random(seed), key_serializer=key_serializer,
                              value_serializer=value_serializer, interceptors=interceptors, driver=self._run_until)
         self.sent: list[OutboundRequest] = []  # every request, in order, for the book to show
+        self.sent_ms: list[int] = []  # when each was sent
         cluster.add_client(self)
 
     def now_ms(self) -> int:
@@ -93,6 +94,7 @@ class SimProducer:
     def on_tick(self, now_ms: int) -> None:
         for request in self.core.poll(now_ms):
             self.sent.append(request)
+            self.sent_ms.append(now_ms)
             self._send(request)
 
     def _send(self, request: OutboundRequest) -> None:
