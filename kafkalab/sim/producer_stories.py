@@ -85,13 +85,14 @@ def acks_story(data_dir: Path, acks: str, *, seed: int = 7) -> AcksOutcome:
         cluster.close()
 
 
-def reordering_story(data_dir: Path, *, idempotence: bool, seed: int = 7) -> tuple[str, ...]:
+def reordering_story(data_dir: Path, *, idempotence: bool, max_in_flight: int = 5, seed: int = 7
+                     ) -> tuple[str, ...]:
     """The partition's values after A's first request is lost and B, C arrive (see above)."""
     cluster = SimCluster(data_dir, nodes=3, seed=seed)
     try:
         cluster.create_topic(TOPIC, 1, 3)
         producer = SimProducer(cluster, {"enable.idempotence": str(idempotence).lower(), "acks": "all",
-                                         "max.in.flight.requests.per.connection": 5,
+                                         "max.in.flight.requests.per.connection": max_in_flight,
                                          "request.timeout.ms": 1_000, "linger.ms": 0}, seed=seed)
         producer.send(ProducerRecord(TOPIC, b"warm-up")).get()
         leader = cluster.leader(TOPIC, 0)

@@ -16,9 +16,10 @@ request below.
 
 Worked example (keyless, 1 KiB values, 2,000 records/s, ``batch.size`` 16384): with
 ``linger.ms`` 0 every batch leaves after one or two records, the moment the sender looks (about
-one request per record); with ``linger.ms`` 20 a batch collects about 15 records, fills, and
-leaves early; the sticky partitioner then moves to another partition (KIP-794), so the bars take
-turns across partitions instead of growing side by side.
+one request per record); with ``linger.ms`` 20 a batch collects 15 records, fills, and leaves
+early; the 16th record opens a new batch and the sticky partitioner moves to another partition
+(KIP-794), so the bars take turns across partitions, and that 16th record waits out the whole
+``linger.ms`` alone in its batch.
 """
 
 from __future__ import annotations
@@ -152,15 +153,18 @@ def figure(line: AccumulatorTimeline, title: str = "") -> Any:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 4.8), sharex=True,
                                       gridspec_kw={"height_ratios": [3, 1]})
     end_ms = max([s.drained_ms or 0 for s in line.spans] + [r[0] for r in line.requests] + [1])
-    for span in line.spans:
+    lanes: dict[int, int] = {}
+    for span in line.spans:  # consecutive batches of a partition alternate between two lanes
+        lane = lanes[span.partition] = 1 - lanes.get(span.partition, 1)
         finish = span.drained_ms if span.drained_ms is not None else end_ms
         fill = min(1.0, span.size_bytes / line.batch_size)
-        top.broken_barh([(span.opened_ms, max(finish - span.opened_ms, 0.6))], (span.partition - 0.35, 0.7),
+        bottom_y = span.partition - 0.38 + lane * 0.4
+        top.broken_barh([(span.opened_ms, max(finish - span.opened_ms, 0.6))], (bottom_y, 0.36),
                         color=PARTITION_COLOURS[span.partition % len(PARTITION_COLOURS)],
                         alpha=0.25 + 0.75 * fill, edgecolor="black" if span.full else "white", linewidth=0.8)
         if finish - span.opened_ms >= 0.012 * end_ms:
-            top.text((span.opened_ms + finish) / 2, span.partition, str(span.records), va="center", ha="center",
-                     fontsize=7)
+            top.text((span.opened_ms + finish) / 2, bottom_y + 0.18, str(span.records), va="center",
+                     ha="center", fontsize=7)
     top.set_yticks(range(PARTITIONS), [f"{TOPIC}-{p}" for p in range(PARTITIONS)])
     top.set_ylim(-0.6, PARTITIONS - 0.4)
     top.set_title(title or (f"batches per partition: linger.ms={line.linger_ms}, batch.size={line.batch_size}, "
