@@ -58,7 +58,8 @@ def record_size_upper_bound(key: bytes | None, value: bytes | None, headers: tup
     """At least the bytes :func:`encode_record` writes for this record (Kafka's
     ``DefaultRecord.sizeInUpperBound``): the payload plus the widest varints."""
     payload = (len(key) if key else 0) + (len(value) if value else 0)
-    payload += sum(len(h.key) * 4 + (len(h.value) if h.value else 0) + 10 for h in headers)
+    if headers:
+        payload += sum(len(h.key) * 4 + (len(h.value) if h.value else 0) + 10 for h in headers)
     return payload + RECORD_VARINTS_MAX_BYTES
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalab.client.connection import RECV_CHUNK_BYTES, BrokerConnection, parse_bootstrap
+from kafkalab.client.connection import RECV_CHUNK_BYTES, BrokerConnection, bootstrap, parse_bootstrap
 from kafkalab.client.producer.config import producer_config
 from kafkalab.client.producer.futures import Callback, FutureRecordMetadata
 from kafkalab.client.producer.producer import (
@@ -71,7 +71,7 @@ class KafkaProducer:
         self.clock = clock or SystemClock()
         self.core = Producer(self.config, rng=rng or random.Random(), key_serializer=key_serializer,
                              value_serializer=value_serializer, interceptors=interceptors, driver=self._run_until)
-        self.bootstrap = parse_bootstrap(self.config.bootstrap_servers)
+        parse_bootstrap(self.config.bootstrap_servers)  # a malformed list fails here, not at first send
         self.links: dict[int, _Link] = {}
         self._last_turn_ms = -1
 
@@ -180,14 +180,14 @@ class KafkaProducer:
         link = self.links.get(node_id)
         if link is None:
             if node_id == ANY_NODE:
-                host, port = self.bootstrap[0]
-                for node, known in self.links.items():  # any open connection will do
-                    if node != ANY_NODE:
-                        return known
+                if self.links:  # any open connection will do
+                    return next(iter(self.links.values()))
+                connection = bootstrap(self.config.bootstrap_servers, request_timeout_ms=self.config.request_timeout_ms,
+                                       client_id=self.config.client_id)
             else:
                 host, port = self.core.metadata.brokers[node_id]
-            connection = BrokerConnection(host, port, request_timeout_ms=self.config.request_timeout_ms,
-                                          client_id=self.config.client_id)
+                connection = BrokerConnection(host, port, request_timeout_ms=self.config.request_timeout_ms,
+                                              client_id=self.config.client_id)
             connection.protocol.allow_trailing_bytes = True  # as Kafka's client: see ClientProtocol
             connection.socket.setblocking(False)
             # the sender keeps max.in.flight.requests.per.connection Produce requests in flight,

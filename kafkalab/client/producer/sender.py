@@ -100,6 +100,7 @@ class Sender:
         self._metadata_in_flight = False
         self._producer_id_in_flight = False
         self._last_metadata_ms: int | None = None
+        self._last_producer_id_ms: int | None = None
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -135,6 +136,8 @@ class Sender:
             times.append(self.metadata.updated_ms + self.metadata.max_age_ms)
         if self._last_metadata_ms is not None and self.metadata.update_requested:
             times.append(self._last_metadata_ms + self.config.retry_backoff_ms)
+        if self.config.enable_idempotence and not self._have_producer_id() and self._last_producer_id_ms is not None:
+            times.append(self._last_producer_id_ms + self.config.retry_backoff_ms)
         later = [t for t in times if t > now_ms]  # what is due now, poll does now
         return min(later) if later else None
 
@@ -164,7 +167,10 @@ class Sender:
     def _maybe_init_producer_id(self, now_ms: int, out: list[OutboundRequest]) -> None:
         if self._producer_id_in_flight or (self.epoch_bump_needed and self.per_partition.total() > 0):
             return
+        if self._last_producer_id_ms is not None and now_ms - self._last_producer_id_ms < self.config.retry_backoff_ms:
+            return  # the last attempt failed moments ago
         self._producer_id_in_flight = True
+        self._last_producer_id_ms = now_ms
         body = {"transactional_id": None, "transaction_timeout_ms": IDEMPOTENT_TXN_TIMEOUT_MS,
                 "producer_id": self.producer_id, "producer_epoch": self.producer_epoch}
         out.append(self._request(self._least_loaded(), ApiKey.INIT_PRODUCER_ID, body, now_ms))
