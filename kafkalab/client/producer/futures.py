@@ -20,14 +20,14 @@ as the third of a batch that the broker writes at base offset 40 completes with 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafkalab.errors import KafkaError
 
 
-@dataclass(frozen=True, slots=True)
-class RecordMetadata:
-    """Where a record was written (Kafka's ``RecordMetadata``); offset -1 when ``acks=0``."""
+class RecordMetadata(NamedTuple):
+    """Where a record was written (Kafka's ``RecordMetadata``); offset -1 when ``acks=0``.
+    Immutable; a named tuple because one is built per acknowledged record."""
 
     topic: str
     partition: int

@@ -5,16 +5,20 @@ Theory of operation
 One :class:`~kafkalab.client.connection.ClientProtocol` per broker frames requests and decodes
 answers; this module only moves bytes. Each turn of :meth:`KafkaProducer.run_once`:
 
-1. asks the core for requests (``poll``) and writes each to its broker's socket, connecting
-   (and negotiating API versions) on first use; ``ANY_NODE`` goes to a bootstrap server;
+1. asks the core for requests (``poll``) and queues each for its broker's writer thread,
+   connecting (and negotiating API versions) on first use; ``ANY_NODE`` goes to a bootstrap
+   server;
 2. waits in ``select`` until a socket has bytes, or the core's next wake-up (a batch's
    ``linger.ms`` ends), or a request's ``request.timeout.ms`` runs out;
 3. hands every whole response to the core, and fails every request of a broken or silent
    connection (which it closes, as Kafka's ``NetworkClient`` does).
 
-Kafka runs this loop on the producer's Sender thread. Here it runs inside ``send`` (while
-waiting for metadata or memory), ``future.get``, ``flush`` and ``poll``: fire-and-forget sends
-make progress whenever the application calls any of them, as with librdkafka's ``poll``.
+Kafka runs this loop on the producer's Sender thread. Here it runs inside ``send`` (at most
+once a millisecond, and while waiting for metadata or memory), ``future.get``, ``flush`` and
+``poll``: fire-and-forget sends make progress whenever the application calls any of them, as
+with librdkafka's ``poll``. Only the copying of request bytes into the socket runs on a thread
+of its own (:class:`_Writer`), which keeps the core single-threaded and still lets batching
+overlap the network, the half of the two-thread design that matters for throughput.
 
 Worked example::
 
@@ -26,8 +30,11 @@ Worked example::
 
 from __future__ import annotations
 
+import queue
 import random
 import select
+import socket
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,13 +59,44 @@ SELECT_WAIT_MAX_MS = 100  # never sleep longer than this, so a caller's own time
 BLOCKED_WAIT_MS = 10  # between retries of a send waiting for metadata or memory
 
 
+class _Writer:
+    """Writes one connection's requests, in order, on a thread of its own.
+
+    The only thread in the producer, and it touches nothing but one socket and its queue:
+    copying a 1 MB request into the kernel takes a millisecond or more, and the thread releases
+    the GIL while it does, so ``send`` goes on batching meanwhile -- the reason Kafka gives the
+    network its own (Sender) thread. Reading stays on the caller's thread (a socket is
+    full-duplex: one thread may write while another reads)."""
+
+    def __init__(self, sock: socket.socket, name: str) -> None:
+        self.sock = sock
+        self.queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.error: OSError | None = None
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def write(self, data: bytes) -> None:
+        self.queue.put(data)
+
+    def stop(self) -> None:
+        self.queue.put(None)
+
+    def _run(self) -> None:
+        while (data := self.queue.get()) is not None:
+            try:
+                self.sock.sendall(data)
+            except OSError as error:
+                self.error = error
+                return
+
+
 @dataclass(slots=True)
 class _Link:
     """One broker connection and the core's requests waiting for its answers, in order."""
 
     connection: BrokerConnection
+    writer: _Writer
     waiting: deque[tuple[int, int]] = field(default_factory=deque)  # (request id, deadline ms)
-    outbox: deque[memoryview] = field(default_factory=deque)  # request bytes the socket has not taken yet
 
 
 class KafkaProducer:
@@ -99,6 +137,7 @@ class KafkaProducer:
             self.flush()
         finally:
             for link in self.links.values():
+                link.writer.stop()
                 link.connection.close()
             self.links.clear()
 
@@ -130,15 +169,13 @@ class KafkaProducer:
         deadlines = [d for link in self.links.values() for _, d in link.waiting]
         for moment in ([] if wake is None else [wake]) + deadlines:
             wait_ms = min(wait_ms, max(0, moment - now))
+        for node in [n for n, link in self.links.items() if link.writer.error is not None]:
+            self._drop(node, now)
         readers = {link.connection.socket: node for node, link in self.links.items() if link.waiting}
-        writers = {link.connection.socket: node for node, link in self.links.items() if link.outbox}
-        if readers or writers:
-            readable, writable, _ = select.select(list(readers), list(writers), [], wait_ms / 1000)
-            for sock in writable:
-                self._write(writers[sock])
+        if readers:
+            readable, _, _ = select.select(list(readers), [], [], wait_ms / 1000)
             for sock in readable:
-                if readers[sock] in self.links:
-                    self._receive(readers[sock])
+                self._receive(readers[sock])
         self._expire(self._now())
 
     def _send(self, request: OutboundRequest, now: int) -> None:
@@ -153,28 +190,7 @@ class KafkaProducer:
             return
         if request.expect_response:
             link.waiting.append((request.request_id, now + request.timeout_ms))
-        link.outbox.append(memoryview(data))
-        self._write(request.node_id if request.node_id in self.links else self._node_of(link))
-
-    def _node_of(self, link: _Link) -> int:
-        return next(node for node, known in self.links.items() if known is link)
-
-    def _write(self, node_id: int) -> None:
-        """Give the socket as much of the outbox as it takes without blocking: the producer
-        goes on batching while the broker reads (Kafka's selector does the same)."""
-        link = self.links[node_id]
-        try:
-            while link.outbox:
-                head = link.outbox[0]
-                sent = link.connection.socket.send(head)
-                if sent < len(head):
-                    link.outbox[0] = head[sent:]
-                    return
-                link.outbox.popleft()
-        except BlockingIOError:
-            return
-        except OSError:
-            self._drop(node_id, self._now())
+        link.writer.write(data)
 
     def _link(self, node_id: int) -> _Link:
         link = self.links.get(node_id)
@@ -189,19 +205,16 @@ class KafkaProducer:
                 connection = BrokerConnection(host, port, request_timeout_ms=self.config.request_timeout_ms,
                                               client_id=self.config.client_id)
             connection.protocol.allow_trailing_bytes = True  # as Kafka's client: see ClientProtocol
-            connection.socket.setblocking(False)
             # the sender keeps max.in.flight.requests.per.connection Produce requests in flight,
             # and a Metadata or InitProducerId request may go beside them
             connection.protocol.in_flight_max = self.config.max_in_flight_requests_per_connection + 2
-            link = self.links[node_id] = _Link(connection)
+            link = self.links[node_id] = _Link(connection, _Writer(connection.socket, f"kafkalab-producer-{node_id}"))
         return link
 
     def _receive(self, node_id: int) -> None:
         link = self.links[node_id]
         try:
             chunk = link.connection.socket.recv(RECV_CHUNK_BYTES)
-        except BlockingIOError:
-            return
         except OSError:
             self._drop(node_id, self._now())
             return
@@ -224,6 +237,7 @@ class KafkaProducer:
         link = self.links.pop(node_id, None)
         if link is None:
             return
+        link.writer.stop()
         link.connection.close()
         for request_id, _ in link.waiting:
             self.core.on_failure(request_id, now)
