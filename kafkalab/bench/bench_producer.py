@@ -1,8 +1,9 @@
 """Producer throughput: kafkalab's teaching producer against confluent-kafka, on kafkalab's server.
 
 Both clients send the same records to the same kafkalab server (one partition, 1 KiB values,
-``acks=1``, ``linger.ms=5``, idempotence off, librdkafka's ``batch.size`` of 1,000,000 bytes, as :mod:`kafkalab.bench.bench_server` sets up
-confluent-kafka) and wait for every acknowledgement. The ratio says how much of the server's
+``acks=1``, ``linger.ms=5``, idempotence off, as :mod:`kafkalab.bench.bench_server` sets up
+confluent-kafka, and librdkafka's ``batch.size`` of 1,000,000 bytes) and wait for every
+acknowledgement. The ratio says how much of the server's
 produce rate a producer written in Python reaches next to librdkafka's C (its core runs on the
 caller's thread; only socket writes have a thread of their own).
 
