@@ -141,3 +141,19 @@ def test_against_kafkalab_server(bootstrap: str) -> None:
     by_key = {key or b"": (partition, offset) for partition, offset, key, _ in consumed}
     assert {k: (m.partition, m.offset) for k, m in acknowledged.items()} == {k: by_key[k] for k in acknowledged}
     assert all(m.partition == partition_for_key(k, PARTITIONS) for k, m in acknowledged.items())
+
+
+def test_a_dead_broker_fails_records_after_delivery_timeout(server_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from kafkalab.client.producer.errors import DeliveryTimeoutError
+
+    server = server_factory(tmp_path / "data")
+    settings = {"bootstrap.servers": server.bootstrap, "request.timeout.ms": 1000, "delivery.timeout.ms": 2500,
+                "linger.ms": 0}
+    with KafkaProducer(settings) as producer:
+        assert producer.send(ProducerRecord("doomed", b"before")).get(30_000).offset == 0
+        server.kill()
+        started = time.monotonic()
+        future = producer.send(ProducerRecord("doomed", b"after"))
+        with pytest.raises(DeliveryTimeoutError):
+            future.get(30_000)
+        assert time.monotonic() - started < 10
