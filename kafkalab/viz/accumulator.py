@@ -15,9 +15,9 @@ batch -- partition, open and drain times, bytes, records, and whether it left fu
 request below.
 
 Worked example (keyless, 1 KiB values, 2,000 records/s, ``batch.size`` 16384): with
-``linger.ms`` 0 every batch leaves after one or two records, the moment the sender looks (about
-one request per record); with ``linger.ms`` 20 a batch collects 15 records, fills, and leaves
-early; the 16th record opens a new batch and the sticky partitioner moves to another partition
+``linger.ms`` 0 every batch leaves after one or two records, the moment the sender looks
+(about one request per two records); with ``linger.ms`` 20 a batch collects 15 records,
+fills, and leaves early; the 16th record opens a new batch and the sticky partitioner moves to another partition
 (KIP-794), so the bars take turns across partitions, and that 16th record waits out the whole
 ``linger.ms`` alone in its batch.
 """
