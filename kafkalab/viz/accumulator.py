@@ -17,9 +17,9 @@ request below.
 Worked example (keyless, 1 KiB values, 2,000 records/s, ``batch.size`` 16384): with
 ``linger.ms`` 0 every batch leaves after one or two records, the moment the sender looks
 (about one request per two records); with ``linger.ms`` 20 a batch collects 15 records,
-fills, and leaves early; the 16th record opens a new batch and the sticky partitioner moves to another partition
-(KIP-794), so the bars take turns across partitions, and that 16th record waits out the whole
-``linger.ms`` alone in its batch.
+fills, and leaves early; the 16th record opens a new batch and the sticky partitioner moves to
+another partition (KIP-794), so the bars take turns across partitions, and that 16th record
+waits out the whole ``linger.ms`` alone in its batch.
 """
 
 from __future__ import annotations

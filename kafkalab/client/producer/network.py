@@ -137,7 +137,9 @@ class KafkaProducer:
             self.flush()
         finally:
             for link in self.links.values():
-                link.writer.stop()
+                link.writer.stop()  # after the bytes already queued: acks=0 requests are done once written
+            for link in self.links.values():
+                link.writer.thread.join(timeout=self.config.request_timeout_ms / 1000)
                 link.connection.close()
             self.links.clear()
 
