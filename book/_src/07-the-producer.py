@@ -135,7 +135,8 @@ for tp, queue in sorted(accumulator.batches.items()):
 # requests per broker wait for answers. (Kafka 4.0 raised the `linger.ms` default to 5, KIP-1030.)
 #
 # `max.request.size` (1 MB) caps one request, so one drain takes one batch per partition until
-# it is full. `buffer.memory` (32 MB) caps everything waiting; a `send` that finds no memory
+# it is full. `send.buffer.bytes` (128 KB) and `receive.buffer.bytes` (32 KB) size the TCP
+# socket's kernel buffers (-1 keeps the operating system's own). `buffer.memory` (32 MB) caps everything waiting; a `send` that finds no memory
 # blocks for up to `max.block.ms` (60 s) -- the one place where `send` may wait -- and then fails.
 
 # %% [markdown]

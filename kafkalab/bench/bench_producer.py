@@ -32,7 +32,8 @@ RECORDS_FULL = 200_000
 RUNS = 5
 # librdkafka's batch.size default is 1,000,000 bytes (Kafka's Java client: 16384); both clients
 # get the same, so that the figure compares producers, not how many requests the server parses.
-SETTINGS = {"acks": "1", "linger.ms": 5, "enable.idempotence": "false", "batch.size": 1_000_000}
+SETTINGS = {"acks": "1", "linger.ms": 5, "enable.idempotence": "false", "batch.size": 1_000_000,
+            "send.buffer.bytes": -1, "receive.buffer.bytes": -1}  # librdkafka keeps the OS socket buffers
 
 
 def kafkalab_produce(bootstrap_servers: str, count: int) -> float:

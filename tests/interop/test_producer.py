@@ -159,3 +159,15 @@ def test_a_dead_broker_fails_records_after_delivery_timeout(server_factory, tmp_
         with pytest.raises(DeliveryTimeoutError):
             future.get(30_000)
         assert time.monotonic() - started < 10
+
+
+def test_close_writes_every_acks_0_request_before_closing_the_socket(bootstrap: str) -> None:
+    """acks=0 records count as sent once drained; close() must still get their bytes out."""
+    from tests.interop.support import create_topic
+
+    create_topic(bootstrap, "fire-and-forget", 1)
+    count = 3000
+    with KafkaProducer({"bootstrap.servers": bootstrap, "acks": "0", "batch.size": 1_000_000}) as producer:
+        for i in range(count):
+            producer.send(ProducerRecord("fire-and-forget", bytes(2048), key=str(i).encode()))
+    assert len(consume_all(bootstrap, "fire-and-forget", count)) == count

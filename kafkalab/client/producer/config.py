@@ -57,6 +57,8 @@ class ProducerConfig:
     max_in_flight_requests_per_connection: int = 5
     enable_idempotence: bool = True
     metadata_max_age_ms: int = 300_000
+    send_buffer_bytes: int = 131_072  # SO_SNDBUF; -1: the operating system's default
+    receive_buffer_bytes: int = 32_768  # SO_RCVBUF; -1: the operating system's default
 
 
 def _int(key: str, raw: Any, low: int, high: int = 2**63 - 1) -> int:
@@ -110,6 +112,8 @@ PARSERS: dict[str, Any] = {
     "max.in.flight.requests.per.connection": lambda k, v: _int(k, v, 1, INT32_MAX),
     "enable.idempotence": _bool,
     "metadata.max.age.ms": lambda k, v: _int(k, v, 0),
+    "send.buffer.bytes": lambda k, v: _int(k, v, -1, INT32_MAX),
+    "receive.buffer.bytes": lambda k, v: _int(k, v, -1, INT32_MAX),
 }
 
 

@@ -207,6 +207,10 @@ class KafkaProducer:
                 connection = BrokerConnection(host, port, request_timeout_ms=self.config.request_timeout_ms,
                                               client_id=self.config.client_id)
             connection.protocol.allow_trailing_bytes = True  # as Kafka's client: see ClientProtocol
+            for option, size in ((socket.SO_SNDBUF, self.config.send_buffer_bytes),
+                                 (socket.SO_RCVBUF, self.config.receive_buffer_bytes)):
+                if size != -1:  # send.buffer.bytes / receive.buffer.bytes; -1 keeps the OS default
+                    connection.socket.setsockopt(socket.SOL_SOCKET, option, size)
             # the sender keeps max.in.flight.requests.per.connection Produce requests in flight,
             # and a Metadata or InitProducerId request may go beside them
             connection.protocol.in_flight_max = self.config.max_in_flight_requests_per_connection + 2

@@ -15,6 +15,7 @@ def test_defaults_are_kafkas() -> None:
     assert (config.buffer_memory, config.max_block_ms, config.max_request_size) == (33554432, 60000, 1048576)
     assert (config.retries, config.delivery_timeout_ms, config.request_timeout_ms) == (2**31 - 1, 120000, 30000)
     assert config.max_in_flight_requests_per_connection == 5
+    assert (config.send_buffer_bytes, config.receive_buffer_bytes) == (131072, 32768)
     assert config.compression_type is Compression.NONE
 
 
