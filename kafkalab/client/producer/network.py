@@ -57,6 +57,9 @@ from kafkalab.errors import KafkaError, NetworkError
 
 SELECT_WAIT_MAX_MS = 100  # never sleep longer than this, so a caller's own timeout is honoured
 BLOCKED_WAIT_MS = 10  # between retries of a send waiting for metadata or memory
+CLOSE_DRAIN_S = 1.0  # how long close() reads a broker's last bytes after sending FIN
+WRITER_POLL_S = 0.1  # how often a full queue's writer is checked for having died
+WRITER_QUEUE_MAX = 8  # requests queued for one socket: max.in.flight (5) and a few acks=0 ones
 
 
 class _Writer:
@@ -70,16 +73,25 @@ class _Writer:
 
     def __init__(self, sock: socket.socket, name: str) -> None:
         self.sock = sock
-        self.queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        # Bounded: when the broker reads slower than we produce, write() waits for the kernel
+        # (acks=0 requests free their buffer.memory as soon as they are queued).
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=WRITER_QUEUE_MAX)
         self.error: OSError | None = None
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
-    def write(self, data: bytes) -> None:
-        self.queue.put(data)
+    def write(self, data: bytes | None) -> None:
+        """Queue ``data`` (None: stop after what is queued); waits while the queue is full, and
+        gives up once the writer has died."""
+        while self.error is None:
+            try:
+                self.queue.put(data, timeout=WRITER_POLL_S)
+                return
+            except queue.Full:
+                continue
 
     def stop(self) -> None:
-        self.queue.put(None)
+        self.write(None)
 
     def _run(self) -> None:
         while (data := self.queue.get()) is not None:
@@ -88,6 +100,23 @@ class _Writer:
             except OSError as error:
                 self.error = error
                 return
+
+
+def _close_gracefully(connection: BrokerConnection) -> None:
+    """Close after the broker has read everything: send FIN, read until the broker closes too.
+
+    Closing a socket whose receive buffer still holds bytes makes the kernel send a reset, and
+    a reset makes the peer drop what it has not read yet -- the last requests. Kafka never
+    answers acks=0 requests, but librdkafka's mock cluster does, so those bytes do arrive."""
+    sock = connection.socket
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(CLOSE_DRAIN_S)
+        while sock.recv(RECV_CHUNK_BYTES):
+            pass
+    except OSError:
+        pass  # a broker already gone, or one slow to close: nothing more to save
+    connection.close()
 
 
 @dataclass(slots=True)
@@ -140,7 +169,7 @@ class KafkaProducer:
                 link.writer.stop()  # after the bytes already queued: acks=0 requests are done once written
             for link in self.links.values():
                 link.writer.thread.join(timeout=self.config.request_timeout_ms / 1000)
-                link.connection.close()
+                _close_gracefully(link.connection)
             self.links.clear()
 
     def __enter__(self) -> KafkaProducer:
