@@ -143,11 +143,12 @@ class ProducerBatch:
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
         """The broker wrote the batch at ``base_offset`` (-1: unknown, as with acks=0)."""
         self.done = True
-        for index, thunk in enumerate(self.thunks):
+        topic, partition = self.topic, self.partition
+        for index, (future, timestamp, key_size, value_size) in enumerate(self.thunks):
             offset = -1 if base_offset < 0 else base_offset + index
-            timestamp = thunk.timestamp if log_append_time_ms < 0 else log_append_time_ms
-            thunk.future.complete(RecordMetadata(self.topic, self.partition, offset, timestamp,
-                                                 thunk.key_size, thunk.value_size))
+            if log_append_time_ms >= 0:
+                timestamp = log_append_time_ms
+            future.complete(RecordMetadata(topic, partition, offset, timestamp, key_size, value_size))
 
     def fail(self, error: KafkaError) -> None:
         self.done = True

@@ -57,15 +57,16 @@ class FutureRecordMetadata:
 
     def add_callback(self, callback: Callback) -> None:
         """Run ``callback`` on completion (at once if already complete)."""
-        if self.done():
-            callback(self._metadata, self._error)
-        else:
+        if self._metadata is None and self._error is None:
             self._callbacks.append(callback)
+        else:
+            callback(self._metadata, self._error)
 
     def complete(self, metadata: RecordMetadata) -> None:
         assert not self.done(), f"record already completed: {self._metadata or self._error}"
         self._metadata = metadata
-        self._run_callbacks()
+        if self._callbacks:
+            self._run_callbacks()
 
     def fail(self, error: KafkaError) -> None:
         assert not self.done(), f"record already completed: {self._metadata or self._error}"
