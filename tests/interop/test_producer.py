@@ -7,10 +7,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from kafkalab.client.launcher import ServerProcess
 from kafkalab.client.producer import ProducerRecord, RecordMetadata
 from kafkalab.client.producer.network import KafkaProducer
 from kafkalab.errors import KafkaError
@@ -149,7 +151,8 @@ def test_against_kafkalab_server(bootstrap: str) -> None:
     assert all(m.partition == partition_for_key(k, PARTITIONS) for k, m in acknowledged.items())
 
 
-def test_a_dead_broker_fails_records_after_delivery_timeout(server_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_dead_broker_fails_records_after_delivery_timeout(server_factory: Callable[[Path], ServerProcess],
+                                                            tmp_path: Path) -> None:
     from kafkalab.client.producer.errors import DeliveryTimeoutError
 
     server = server_factory(tmp_path / "data")
