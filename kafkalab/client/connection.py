@@ -78,6 +78,11 @@ class ClientProtocol:
         self._decoder = FrameDecoder(response_bytes_max)
         self._pending: deque[PendingRequest] = deque()
         self._next_correlation_id = 0
+        # Kafka's Java client reads a response field by field and ignores what is left; a client
+        # of foreign brokers may do the same (librdkafka 2.x's mock cluster ends flexible
+        # Metadata responses with one byte more than Kafka's schema describes).
+        self.allow_trailing_bytes = False
+        self.in_flight_max = IN_FLIGHT_MAX  # a client that counts its own requests may raise it
 
     def version_for(self, api_key: int) -> int:
         """The negotiated version, or ApiVersions v0 before negotiation."""
@@ -92,8 +97,8 @@ class ClientProtocol:
         """Frame ``body`` as a request; returns the bytes to write to the socket.
 
         ``expect_response=False`` is for Produce with ``acks=0``, which Kafka never answers."""
-        if len(self._pending) >= IN_FLIGHT_MAX:
-            raise ProtocolError(f"{len(self._pending)} requests already in flight; the limit is {IN_FLIGHT_MAX}")
+        if len(self._pending) >= self.in_flight_max:
+            raise ProtocolError(f"{len(self._pending)} requests already in flight; the limit is {self.in_flight_max}")
         version = self.version_for(api_key) if api_version is None else api_version
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) % CORRELATION_ID_MAX
@@ -113,7 +118,8 @@ class ClientProtocol:
         if not self._pending:
             raise ProtocolError(f"received a {len(frame)}-byte response with no request in flight")
         request = self._pending.popleft()
-        correlation_id, body = decode_response(request.api_key, request.api_version, bytes(frame))
+        correlation_id, body = decode_response(request.api_key, request.api_version, bytes(frame),
+                                               allow_trailing=self.allow_trailing_bytes)
         if correlation_id != request.correlation_id:
             raise ProtocolError(
                 f"response correlation id {correlation_id} does not match the oldest request "
@@ -177,6 +183,11 @@ class BrokerConnection:
         except OSError as error:
             raise NetworkError(f"{self.host}:{self.port}: {error}") from error
         return response.body
+
+    @property
+    def socket(self) -> socket.socket:
+        """The connected socket, for an adapter that waits on several brokers with ``select``."""
+        return self._socket
 
     def metadata(self, topics: list[str] | None = None, *, allow_auto_topic_creation: bool = False) -> Any:
         """A Metadata response for ``topics`` (None = every topic)."""

@@ -119,14 +119,16 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     return [size_prefix(parts_size_bytes(parts)), *parts]
 
 
-def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
-    """(correlation id, body) of a response frame without its size prefix (tests and tools)."""
+def decode_response(api_key: int, api_version: int, frame: bytes, *, allow_trailing: bool = False) -> tuple[int, Any]:
+    """(correlation id, body) of a response frame without its size prefix (tests and tools).
+    ``allow_trailing`` ignores bytes after the body, as Kafka's Java client does."""
     response_schema = SCHEMAS[api_key][1]
     reader = Reader(frame)
     correlation_id = reader.int32()
     if response_schema.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS:
         _skip_tagged_fields(reader)
-    return correlation_id, response_schema.decode(memoryview(frame)[reader.position :], api_version)
+    return correlation_id, response_schema.decode(memoryview(frame)[reader.position :], api_version,
+                                                  allow_trailing=allow_trailing)
 
 
 def unsupported_api_versions_response(correlation_id: int, supported: tuple[int, int]) -> list[Part]:

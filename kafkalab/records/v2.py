@@ -139,8 +139,6 @@ def build_v2_batch(
         encode_record(r.offset - base_offset, r.timestamp - base_timestamp, r.key, r.value, r.headers)
         for r in records
     )
-    if compression is not Compression.NONE:
-        body = compress(compression, body, magic=2)
     if timestamp_type is TimestampType.LOG_APPEND_TIME:
         if log_append_time_ms is None:
             raise InvalidRecordError("LogAppendTime batches need log_append_time_ms")
@@ -150,10 +148,26 @@ def build_v2_batch(
     last_offset_delta = records[-1].offset - base_offset if records else 0
     attributes = _attributes(compression, timestamp_type, is_transactional, is_control,
                              delete_horizon_ms is not None)
+    return seal_v2_batch(body, len(records), base_offset=base_offset, last_offset_delta=last_offset_delta,
+                         base_timestamp=base_timestamp, max_timestamp=max_timestamp, attributes=attributes,
+                         producer_id=producer_id, producer_epoch=producer_epoch,
+                         base_sequence=base_sequence, partition_leader_epoch=partition_leader_epoch)
+
+
+def seal_v2_batch(body: bytes, count: int, *, base_offset: int, last_offset_delta: int, base_timestamp: int,
+                  max_timestamp: int, attributes: int, producer_id: int = NO_PRODUCER_ID,
+                  producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
+                  partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
+    """Put the 61-byte header (and the CRC) in front of ``count`` records already encoded with
+    :func:`encode_record`, compressing them first when ``attributes`` names a codec. A producer
+    encodes each record once, as it is appended, and seals the batch when it is sent."""
+    compression = Compression(attributes & 0x07)
+    if compression is not Compression.NONE:
+        body = compress(compression, body, magic=2)
     header = bytearray(V2_HEADER.pack(
         base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + len(body), partition_leader_epoch, 2, 0,
         attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
-        producer_epoch, base_sequence, len(records),
+        producer_epoch, base_sequence, count,
     ))
     crc = _crc32c.crc32c(body, _crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:])))
     _UINT32.pack_into(header, V2_CRC_OFFSET, crc)

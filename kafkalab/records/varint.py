@@ -40,7 +40,14 @@ def zigzag_decode(raw: int) -> int:
     return (raw >> 1) ^ -(raw & 1)
 
 
+_ONE_BYTE = tuple(bytes((raw,)) for raw in range(0x80))  # the common case, prebuilt
+
+
 def _encode_unsigned(raw: int) -> bytes:
+    if raw < 0x80:
+        return _ONE_BYTE[raw]
+    if raw < 0x4000:
+        return bytes(((raw & 0x7F) | 0x80, raw >> 7))
     out = bytearray()
     while raw >= 0x80:
         out.append((raw & 0x7F) | 0x80)
@@ -51,6 +58,11 @@ def _encode_unsigned(raw: int) -> bytes:
 
 def encode_varint(value: int) -> bytes:
     """Encode an int32 as a zig-zag varint (1 to 5 bytes)."""
+    if -64 <= value < 64:  # one byte; most deltas, lengths and counts in a record
+        return _ONE_BYTE[(value << 1) ^ (value >> 63)]
+    if -8192 <= value < 8192:  # two bytes: a 1 KiB value's length, an offset delta below 8192
+        raw = (value << 1) ^ (value >> 63)
+        return bytes(((raw & 0x7F) | 0x80, raw >> 7))
     if not INT32_MIN <= value <= INT32_MAX:
         raise ValueError(f"varint value {value} outside int32 range")
     return _encode_unsigned(zigzag_encode(value) & 0xFFFF_FFFF)
@@ -58,6 +70,8 @@ def encode_varint(value: int) -> bytes:
 
 def encode_varlong(value: int) -> bytes:
     """Encode an int64 as a zig-zag varlong (1 to 10 bytes)."""
+    if -64 <= value < 64:
+        return _ONE_BYTE[(value << 1) ^ (value >> 63)]
     if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"varlong value {value} outside int64 range")
     return _encode_unsigned(zigzag_encode(value))

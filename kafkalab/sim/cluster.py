@@ -39,7 +39,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalab.broker.broker import Broker
 from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
@@ -78,6 +78,15 @@ class _Pending:
     src: int | str
 
 
+class SimClient(Protocol):
+    """A client that lives in the simulation (kafkalab's producer): it is ticked every step and
+    tells the loop when it next needs to be, so a ``linger.ms`` wait is an event like any other."""
+
+    def next_deadline_ms(self) -> int | None: ...
+
+    def on_tick(self, now_ms: int) -> None: ...
+
+
 @dataclass(slots=True)
 class SimNode:
     node_id: int
@@ -105,6 +114,7 @@ class SimCluster:
         self._watchers: list[Callable[[str, int, Any], None]] = []
         self.members: dict[str, GroupMember] = {}  # consumers in groups, by name
         self._member_connections: dict[str, int] = {}
+        self._clients: list[SimClient] = []
         for node_id in range(1, nodes + 1):
             self.nodes[node_id] = SimNode(node_id, self._open(node_id))
 
@@ -120,6 +130,21 @@ class SimCluster:
         response; node_id the leader it was sent to), and a group member's ``"group-request"`` and
         ``"group-response"`` (detail: ``(member name, api_key, body)``; node_id the broker)."""
         self._watchers.append(watcher)
+
+    def add_client(self, client: SimClient) -> None:
+        """Run ``client`` with the cluster: ticked every step, woken at its deadlines."""
+        self._clients.append(client)
+
+    def send_request(self, dst: int, api_key: int, version: int, body: Any, on_response: Callable[[Any], None],
+                     *, timeout_ms: int = REQUEST_TIMEOUT_MS, on_timeout: Callable[[], None] = lambda: None,
+                     expect_response: bool = True) -> None:
+        """Send a client's request to broker ``dst``; ``expect_response=False`` is a Produce with
+        acks=0, which no broker answers (nothing waits for it)."""
+        if expect_response:
+            self._send(CLIENT, dst, api_key, version, body, on_response, timeout_ms=timeout_ms, on_timeout=on_timeout)
+            return
+        frame = encode_request(api_key, version, next(self._correlation_ids), f"sim-{CLIENT}", body)[4:]
+        self.network.send(CLIENT, dst, ("request", 0, frame), self.clock.milliseconds())
 
     def _notify(self, kind: str, node_id: int, detail: Any) -> None:
         for watcher in self._watchers:
@@ -243,6 +268,8 @@ class SimCluster:
         """Step until ``done()`` or ``max_ms`` of simulated time pass; returns ``done()``."""
         end_ms = self.clock.milliseconds() + max_ms
         for _ in range(STEPS_MAX):
+            for client in self._clients:
+                client.on_tick(self.clock.milliseconds())
             self._send_fetches()
             self._poll_members()
             if done():
@@ -269,6 +296,7 @@ class SimCluster:
             times.append(delivery)
         times.extend(p.deadline_ms for p in self._pending.values())
         times.extend(t for t in (m.next_deadline_ms() for m in self.members.values()) if t is not None)
+        times.extend(t for t in (c.next_deadline_ms() for c in self._clients) if t is not None)
         return min(times) if times else None
 
     def _expire_requests(self) -> None:
@@ -381,4 +409,4 @@ class SimCluster:
             node.broker.shutdown()
 
 
-__all__ = ["CLIENT", "START_MS", "SimCluster", "SimNode"]
+__all__ = ["CLIENT", "START_MS", "SimClient", "SimCluster", "SimNode"]
