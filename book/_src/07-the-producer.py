@@ -304,57 +304,65 @@ for batch in iter_batches(data):
 # **Predict, then check 1.** With `batch.size` 4096 and 1 KiB values (1,030 bytes a record,
 # 61 bytes of batch header), how many records does one full batch hold?
 
-# %%
-my_prediction = None  # <- a whole number of records
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a whole number of records
+my_prediction = 3
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 small = RecordAccumulator(producer_config({"batch.size": 4096, "linger.ms": 1000}))
 for _ in range(10):
     small.append(("orders", 0), 0, None, VALUE, (), 0, FutureRecordMetadata())
 records_per_batch = small.batches[("orders", 0)][0].record_count
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == records_per_batch, (
-        "Not quite. A record joins a batch only if the batch stays at most batch.size bytes: "
-        "61 + n x 1030 <= 4096.")
-    print("Right:", records_per_batch)
+check_prediction(my_prediction, records_per_batch,
+                 hint="A record joins a batch only if the batch stays at most batch.size bytes: "
+                 "61 + n x 1030 <= 4096.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 3
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** Idempotence off, but `max.in.flight.requests.per.connection=1`:
 # in the reordering story above (A's first request lost, then B and C sent), is the partition
 # reordered (`True` or `False`)?
 
-# %%
-my_prediction = None  # <- True or False
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- True or False
+my_prediction = False
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 one_in_flight = reordering_story(scratch_dir(), idempotence=False, max_in_flight=1)
 reordered = one_in_flight != ("warm-up", "A", "B", "C")
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == reordered, (
-        "Not quite. With one request in flight, can B's request leave before A's is answered "
-        "(or given up and retried)?")
-    print("Right:", reordered, one_in_flight)
+check_prediction(my_prediction, reordered,
+                 hint="With one request in flight, can B's request leave before A's is answered "
+                 "(or given up and retried)?")
+### BEGIN HIDDEN TESTS
+assert my_prediction is False
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 3.** In the `acks` story, the leader was cut off at about 1 s and died
 # at about 3 s. With `acks=1`, how many of the three records sent during the cut were
 # acknowledged *and* lost?
 
-# %%
-my_prediction = None  # <- a number from 0 to 3
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- a number from 0 to 3
+my_prediction = 3
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 lost_with_acks_1 = len(acks_story(scratch_dir(), "1").lost)
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == lost_with_acks_1, (
-        "Not quite. Who answers an acks=1 produce, and did the new leader ever fetch those records?")
-    print("Right:", lost_with_acks_1)
+check_prediction(my_prediction, lost_with_acks_1,
+                 hint="Who answers an acks=1 produce, and did the new leader ever fetch those records?")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 3
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** Make keyless records go round robin, as before Kafka 2.4: in

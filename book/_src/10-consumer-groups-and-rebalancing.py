@@ -361,37 +361,43 @@ print("the group's protocol:", defaults.members["d1"].protocol_name)
 # **Predict, then check 1.** Range, one topic of 7 partitions, consumers `A`, `B`, `C`. How many
 # partitions does each get? Answer as a tuple `(A, B, C)`.
 
-# %%
-my_prediction = None  # <- e.g. (1, 2, 3)
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- e.g. (1, 2, 3)
+my_prediction = (3, 2, 2)
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 answer = assign_range({"t": 7}, members("A", "B", "C", topics=("t",)))
 counts = tuple(len(answer[m]) for m in ("A", "B", "C"))
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == counts, (
-        "Not quite. Everyone gets 7 // 3; the first 7 % 3 consumers, in member id order, get one more.")
-    print("Right:", counts)
+check_prediction(my_prediction, counts,
+                 hint="Everyone gets 7 // 3; the first 7 % 3 consumers, in member id order, get one more.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == (3, 2, 2)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** RoundRobin, one topic `T1` of 10 partitions, consumers `C1-0`,
 # `C1-1`, `C2-0`, `C2-1`, all subscribed. Which partitions does `C2-1` get? Answer as a list of
 # partition numbers.
 
-# %%
-my_prediction = None  # <- e.g. [0, 1]
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- e.g. [0, 1]
+my_prediction = [3, 7]
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 dealt = assign_round_robin({"T1": 10}, members("C1-0", "C1-1", "C2-0", "C2-1", topics=("T1",)))
 theirs = [p for _, p in dealt["C2-1"]]
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == theirs, (
-        "Not quite. Partitions go out in order 0, 1, 2, ... to the members sorted by id, one each, "
-        "round and round; there is no hash code involved.")
-    print("Right:", theirs)
+check_prediction(my_prediction, theirs,
+                 hint="Partitions go out in order 0, 1, 2, ... to the members sorted by id, one each, "
+                 "round and round; there is no hash code involved.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == [3, 7]
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 3.** A group of 3 consumers with CooperativeSticky owns 9 partitions, 3
@@ -399,10 +405,13 @@ else:
 # rebalances (generations) does it take until the fourth consumer owns its share? Answer as a
 # tuple `(revoked, rebalances)`.
 
-# %%
-my_prediction = None  # <- e.g. (9, 1)
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- e.g. (9, 1)
+my_prediction = (2, 2)
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 coop = SimCluster(scratch_dir(), nodes=1, seed=3, properties={"group.initial.rebalance.delay.ms": "0"})
 coop.create_topic("orders", 9, 1)
 for name in ("a", "b", "c"):
@@ -414,13 +423,12 @@ coop.run_for(4_000)
 result = (sum(len(n.partitions) for m in coop.members.values() for n in m.notifications
               if n.kind == "revoked" and n.at_ms >= start_ms),
           coop.members["a"].generation_id - start_generation)
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == result, (
-        "Not quite. Four members share 9 partitions 3/2/2/2: how many must leave their old owners? "
-        "Each must be revoked in one rebalance and assigned in the next.")
-    print("Right:", result)
+check_prediction(my_prediction, result,
+                 hint="Four members share 9 partitions 3/2/2/2: how many must leave their old owners? "
+                 "Each must be revoked in one rebalance and assigned in the next.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == (2, 2)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** In `join_a_fourth`, give the members `config("range",

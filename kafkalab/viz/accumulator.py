@@ -24,7 +24,6 @@ waits out the whole ``linger.ms`` alone in its batch.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,38 +178,38 @@ def figure(line: AccumulatorTimeline, title: str = "") -> Any:
     return fig
 
 
+def summary(line: AccumulatorTimeline, linger_ms: int, batch_size: int) -> str:
+    """The run in words: requests sent and records per batch."""
+    return (f"linger.ms={linger_ms}, batch.size={batch_size}: {len(line.requests)} Produce requests, "
+            f"{line.mean_records_per_batch():.1f} records per batch on average.")
+
+
 def live(data_dir: Path) -> Any:
     """Sliders for ``linger.ms``, ``batch.size`` and the rate; each change runs the simulation again."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
+    from kafkalab.book import keep_for_widgets
+    from kafkalab.viz._display import FigurePanel
+
+    keep_for_widgets(data_dir)  # a reader may come back to the widget after the last cell
     linger = widgets.IntSlider(value=5, min=0, max=100, description="linger.ms", continuous_update=False)
     batch_size = widgets.IntSlider(value=16_384, min=1_024, max=65_536, step=1_024, description="batch.size",
                                    continuous_update=False)
     rate = widgets.IntSlider(value=2_000, min=100, max=RATE_MAX, step=100, description="records/s",
                              continuous_update=False)
     keyed = widgets.Checkbox(value=False, description="keyed records")
-    status = widgets.HTML()
-    output = widgets.Output()
+    panel = FigurePanel(dpi=FIGURE_DPI)
     runs = iter(range(1_000_000))
 
     def redraw(_change: object = None) -> None:
         line = simulate(data_dir / f"run-{next(runs)}", linger_ms=linger.value, batch_size=batch_size.value,
                         records_per_s=rate.value, keyed=keyed.value)
-        fig = figure(line)
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=FIGURE_DPI)
-        plt.close(fig)
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
-        status.value = (f"{len(line.requests)} Produce requests, {line.mean_records_per_batch():.1f} records "
-                        f"per batch on average")
+        panel.show(figure(line), summary(line, linger.value, batch_size.value))
 
     for control in (linger, batch_size, rate, keyed):
         control.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([widgets.HBox([linger, batch_size]), widgets.HBox([rate, keyed]), status, output])
+    box = widgets.VBox([widgets.HBox([linger, batch_size]), widgets.HBox([rate, keyed]), panel.widget])
     box.add_class("kafkalab-accumulator-widget")
     return box
 

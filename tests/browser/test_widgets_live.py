@@ -251,3 +251,19 @@ def test_chapter10_the_assignor_grid_follows_the_assignor(browser_page: tuple[An
     check_accessible(widget)
     screenshot(page, widget, "widget-10-assignors.png")
     close_chapter(page)
+
+
+def test_chapter07_a_longer_linger_fills_batches(browser_page: tuple[Any, Any], tmp_path: Path) -> None:
+    from kafkalab.viz.accumulator import simulate, summary
+
+    page, widget = run_chapter(browser_page, "07-the-producer.ipynb", "kafkalab-accumulator-widget")
+    assert summary_of(widget) == summary(simulate(tmp_path / "a", linger_ms=5), 5, 16_384)
+    set_slider(page, widget, "linger.ms", 50)
+    expected = summary(simulate(tmp_path / "b", linger_ms=50), 50, 16_384)
+    assert wait_for_summary(page, widget, "linger.ms=50") == expected
+    before = float(re.search(r"([\d.]+) records per batch", summary_of(widget)).group(1))
+    assert before > float(re.search(r"([\d.]+) records per batch",
+                                    summary(simulate(tmp_path / "c", linger_ms=5), 5, 16_384)).group(1))
+    check_accessible(widget)
+    screenshot(page, widget, "widget-07-accumulator.png")
+    close_chapter(page)

@@ -42,7 +42,7 @@ def test_figure_and_live_controls(tmp_path: Path) -> None:
     plt.close(fig)
     box = accumulator.live(tmp_path / "live")
     linger = box.children[0].children[0]
-    assert "Produce requests" in box.children[2].value
-    before = box.children[2].value
+    assert "Produce requests" in box.children[2].children[1].value
+    before = box.children[2].children[1].value
     linger.value = 0
-    assert box.children[2].value != before
+    assert box.children[2].children[1].value != before
