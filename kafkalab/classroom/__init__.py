@@ -16,7 +16,9 @@ convention, so a new chapter joins by following it:
       my_prediction = 2300
       ### END SOLUTION
 
-* the cell tagged ``check`` right after it is graded (one point). Its public part calls
+* the cell tagged ``check`` right after it is graded (one point). A lab that asks several
+  predictions up front, before any figure could give them away, puts each check later, where
+  the engine's answer is first computed; the n-th check then grades the n-th answer. Its public part calls
   :func:`kafkalab.book.check_prediction` (or asserts what a "change the engine" exercise must
   achieve), so it refuses a blank or wrong answer with a hint and passes only on the engine's
   value. An optional region between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``
