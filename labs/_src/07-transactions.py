@@ -41,25 +41,25 @@ story = TxnStory(
 # Each prediction starts blank; the lab checks it where Spark has the answer (a blank or wrong
 # answer stops the run there, with a hint).
 #
-# **Predict, then check 1.** `audit`'s last transaction is still open in partition 1 when the
+# **Predict, then check 1.** `refunds` aborts each transaction with probability 0.5. About what
+# share of its records are aborted (a number between 0 and 1; within 0.15)?
+
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction_1 = None  # <- a share, e.g. 0.3
+my_prediction_1 = 0.5
+### END SOLUTION
+
+# %% [markdown]
+# **Predict, then check 2.** `audit`'s last transaction is still open in partition 1 when the
 # story ends, and other producers keep writing there after it began. What does ListOffsets with
 # `isolation_level=read_committed` ("latest") answer for partition 1? `"a"`: the high watermark;
 # `"b"`: the first offset of `audit`'s open transaction; `"c"`: one past the newest COMMIT marker.
 
 # %% tags=["answer"]
 ### BEGIN SOLUTION
-### BLANK my_prediction_1 = None  # <- "a", "b" or "c"
-my_prediction_1 = "b"
-### END SOLUTION
-
-# %% [markdown]
-# **Predict, then check 2.** `refunds` aborts each transaction with probability 0.5. About what
-# share of its records are aborted (a number between 0 and 1; within 0.15)?
-
-# %% tags=["answer"]
-### BEGIN SOLUTION
-### BLANK my_prediction_2 = None  # <- a share, e.g. 0.3
-my_prediction_2 = 0.5
+### BLANK my_prediction_2 = None  # <- "a", "b" or "c"
+my_prediction_2 = "b"
 ### END SOLUTION
 
 # %% [markdown]
@@ -171,16 +171,16 @@ by_producer["aborted share"] = (by_producer["aborted"] / by_producer["records"])
 by_producer.set_index("producer")[["records", "aborted", "aborted share"]]
 
 # %% [markdown]
-# **Check 2.** Your prediction of the share of `refunds`' records that are aborted.
+# **Check 1.** Your prediction of the share of `refunds`' records that are aborted.
 
 # %% tags=["check"]
 from kafkalab.book import check_prediction
 
 refunds_share = float(by_producer.set_index("producer").loc["refunds", "aborted share"])
-check_prediction(my_prediction_2, refunds_share, tolerance=0.15, right=f"{refunds_share:.3f}",
+check_prediction(my_prediction_1, refunds_share, tolerance=0.15, right=f"{refunds_share:.3f}",
                  hint="each transaction aborts with probability 0.5, and transactions are of similar size.")
 ### BEGIN HIDDEN TESTS
-assert abs(my_prediction_2 - 0.5) <= 0.15
+assert abs(my_prediction_1 - 0.5) <= 0.15
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -207,16 +207,6 @@ txnindex_entries = {p: sum(1 for entry in from_files if entry[0] == p) for p in 
 txnindex_entries
 
 # %% [markdown]
-# **Check 3.** Your count of partition 0's `.txnindex` entries.
-
-# %% tags=["check"]
-check_prediction(my_prediction_3, txnindex_entries[0], right=f"{txnindex_entries[0]} entries",
-                 hint="count the transactions whose outcome is 'abort' and whose partitions include 0.")
-### BEGIN HIDDEN TESTS
-assert my_prediction_3 == sum(1 for t in result.transactions if t.outcome == "abort" and 0 in t.partitions)
-### END HIDDEN TESTS
-
-# %% [markdown]
 # ## The last stable offset, and what each consumer sees
 # The LSO is the first offset of the oldest open transaction, or the high watermark when none is
 # open. A `read_uncommitted` consumer reads everything below the high watermark (markers are never
@@ -234,17 +224,27 @@ assert (bounds["lso"] == bounds["broker's lso"]).all(), bounds
 bounds[["high_watermark", "lso", "broker's lso"]]
 
 # %% [markdown]
-# **Check 1.** Your choice for partition 1's read_committed answer.
+# **Check 2.** Your choice for partition 1's read_committed answer.
 
 # %% tags=["check"]
 choices = {"a": int(bounds.loc[1, "high_watermark"]), "b": int(bounds.loc[1, "open_from"]),
            "c": int(bounds.loc[1, "after_last_commit"])}
 engine_choice = next(letter for letter, offset in choices.items() if offset == result.last_stable_offset[1])
-check_prediction(my_prediction_1, engine_choice, right=f'"{engine_choice}": offset {result.last_stable_offset[1]}',
+check_prediction(my_prediction_2, engine_choice, right=f'"{engine_choice}": offset {result.last_stable_offset[1]}',
                  hint="a read_committed consumer must not see any record whose transaction might still "
                       "abort, nor anything after it, in offset order.")
 ### BEGIN HIDDEN TESTS
-assert my_prediction_1 == "b"
+assert my_prediction_2 == "b"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Check 3.** Your count of partition 0's `.txnindex` entries.
+
+# %% tags=["check"]
+check_prediction(my_prediction_3, txnindex_entries[0], right=f"{txnindex_entries[0]} entries",
+                 hint="count the transactions whose outcome is 'abort' and whose partitions include 0.")
+### BEGIN HIDDEN TESTS
+assert my_prediction_3 == sum(1 for t in result.transactions if t.outcome == "abort" and 0 in t.partitions)
 ### END HIDDEN TESTS
 
 # %%
