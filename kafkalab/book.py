@@ -121,3 +121,25 @@ def _same_answer(prediction: object, actual: object, tolerance: float) -> bool:
     if isinstance(actual, (list, tuple)) and isinstance(prediction, (list, tuple)):
         return list(prediction) == list(actual)  # (2, 3) and [2, 3] are the same answer
     return prediction == actual
+
+
+def kafkalab_command(*args: str) -> None:
+    """Run a ``kafkalab`` tool in this process as a shell would run it, printing the command line
+    first, then what the tool prints, and its exit status when not 0. The tools talk to a server
+    over the wire exactly as from a shell, without a new Python per command."""
+    import contextlib
+    import io
+    import shlex
+
+    from kafkalab.tools.cli import main
+
+    print("$ kafkalab " + " ".join(shlex.quote(a) for a in args))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            status = main(list(args))
+        except SystemExit as exit_:  # argparse's usage errors exit, as from a shell
+            status = int(exit_.code or 0)
+    print(out.getvalue().rstrip())
+    if status:
+        print(f"(exit status {status})")

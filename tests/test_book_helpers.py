@@ -37,3 +37,12 @@ def test_import_kafkalab_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_kafkalab_command_prints_the_command_line_the_output_and_a_failure(capsys) -> None:
+    from kafkalab.book import kafkalab_command
+
+    kafkalab_command("consumer-groups", "--bootstrap-server", "127.0.0.1:1", "--list", "--describe")
+    printed = capsys.readouterr().out
+    assert printed.startswith("$ kafkalab consumer-groups --bootstrap-server 127.0.0.1:1 --list --describe\n")
+    assert "(exit status" in printed
