@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 STATIC_ENV = "KAFKALAB_STATIC_WIDGETS"
@@ -82,3 +82,21 @@ class FigurePanel:
         self.image.value = ""
         self.summary.value = f'<p role="status" aria-live="polite">{html.escape(text)}</p>'
         self.text = text
+
+
+def action_buttons(actions: Mapping[str, Callable[[], object]], redraw: Callable[[], None]) -> list[Any]:
+    """One labelled button per action; a click runs the action, then ``redraw``."""
+    import ipywidgets as widgets
+
+    def clicked(action: Callable[[], object]) -> Callable[[object], None]:
+        def on_click(_button: object) -> None:
+            action()
+            redraw()
+        return on_click
+
+    buttons = []
+    for name, action in actions.items():
+        button = widgets.Button(description=name)
+        button.on_click(clicked(action))
+        buttons.append(button)
+    return buttons
