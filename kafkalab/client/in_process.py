@@ -50,11 +50,13 @@ class InProcessBroker:
     Not thread-safe. Close it (or use ``with``) to flush and write checkpoints."""
 
     def __init__(self, data_dir: Path, *, start_ms: int = 0, seed: int = 0,
-                 properties: dict[str, str] | None = None, settings: BrokerSettings | None = None) -> None:
+                 properties: dict[str, str] | None = None, settings: BrokerSettings | None = None,
+                 client_id: str = CLIENT_ID) -> None:
         self.clock = ManualClock(now_ms=start_ms)
         self.broker = open_broker(data_dir, properties or {}, settings or BrokerSettings(), self.clock,
                                   random.Random(seed))
         self._correlation_id = 0
+        self.client_id = client_id
         self.closed = False
 
     def now_ms(self) -> int:
@@ -68,7 +70,7 @@ class InProcessBroker:
     def send(self, api_key: ApiKey, version: int, body: Any, connection_id: int = 1) -> int:
         """Hand one request frame to the broker; returns its correlation id."""
         self._correlation_id += 1
-        frame = encode_request(api_key, version, self._correlation_id, CLIENT_ID, body)[4:]
+        frame = encode_request(api_key, version, self._correlation_id, self.client_id, body)[4:]
         self.broker.handle(connection_id, frame, self.clock.milliseconds())
         return self._correlation_id
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,14 @@ from kafka.record.memory_records import MemoryRecords
 
 from kafkalab.broker.request import Outgoing
 from kafkalab.broker.settings import BrokerSettings
-from kafkalab.broker.startup import open_broker
-from kafkalab.clock import ManualClock
-from kafkalab.protocol.header import decode_response, encode_request
+from kafkalab.client.in_process import InProcessBroker
+from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.protocol.header import decode_response
 
 
-class Harness:
-    """Sends requests on connection 1 (or another) and decodes the responses.
+class Harness(InProcessBroker):
+    """An :class:`InProcessBroker` on connection 1 (or another) whose ``call`` asserts one
+    response, with helpers the broker tests share.
 
     Every harness is listed in ``OPEN`` until closed, so the broker tests' autouse fixture can
     shut down what a test left open (each open broker holds a handful of segment and index
@@ -27,35 +27,21 @@ class Harness:
 
     def __init__(self, data_dir: Path, seed: int = 0, properties: dict[str, str] | None = None,
                  **settings: Any) -> None:
+        super().__init__(data_dir, start_ms=1_000_000, seed=seed, properties=properties,
+                         settings=BrokerSettings(**settings), client_id="test")
         self.data_dir = data_dir
-        self.clock = ManualClock(now_ms=1_000_000)
-        self.broker = open_broker(data_dir, properties or {}, BrokerSettings(**settings), self.clock,
-                                  random.Random(seed))
-        self.closed = False
         Harness.OPEN.append(self)
         self.config_store = self.broker.config_store
         self.log_store = self.broker.log_store
-        self._correlation_id = 0
-
-    def advance(self, delta_ms: int) -> None:
-        """Move the clock and run every timer task that became due, as the server's loop does."""
-        self.clock.advance_ms(delta_ms)
-        self.broker.advance_clock(self.broker.timer.now_ms())
-
-    def send(self, api_key: int, version: int, body: Any, connection_id: int = 1) -> int:
-        self._correlation_id += 1
-        frame = encode_request(api_key, version, self._correlation_id, "test", body)[4:]
-        self.broker.handle(connection_id, frame, self.clock.milliseconds())
-        return self._correlation_id
 
     def outgoing(self) -> list[Outgoing]:
-        return self.broker.take_responses()
+        return self.responses()
 
     def call(self, api_key: int, version: int, body: Any, connection_id: int = 1) -> Any:
-        correlation_id = self.send(api_key, version, body, connection_id)
-        [out] = self.outgoing()
-        assert out.parts is not None and not out.close, out
-        return self.decode(out, api_key, version, correlation_id)
+        return super().call(ApiKey(api_key), version, body, connection_id)
+
+    def send(self, api_key: int, version: int, body: Any, connection_id: int = 1) -> int:
+        return super().send(ApiKey(api_key), version, body, connection_id)
 
     @staticmethod
     def decode(out: Outgoing, api_key: int, version: int, correlation_id: int | None = None) -> Any:
@@ -89,12 +75,9 @@ class Harness:
 
     def close(self) -> None:
         """Shut the broker down (flush, checkpoints, release every file); idempotent."""
-        if self.closed:
-            return
-        self.closed = True
         if self in Harness.OPEN:
             Harness.OPEN.remove(self)
-        self.broker.shutdown()
+        super().close()
 
 
 def close_harnesses_opened_since(count: int) -> None:
