@@ -93,12 +93,13 @@ class SimQuorum:
         return max(leaders, key=lambda n: n.epoch, default=None)
 
     def append(self, values: list[bytes]) -> int:
-        """Append records on the leader; returns the offset of the last (commits as it runs)."""
+        """Append ``values`` on the leader as one batch; returns the offset of the last one
+        (committed once the quorum's high watermark passes it, as the simulation runs)."""
         leader = self.leader()
         assert leader is not None, "no leader to append to"
-        offset, out = leader.append(values, self.clock.milliseconds())
+        base_offset, out = leader.append(values, self.clock.milliseconds())
         self._emit(leader.local_id, out)
-        return offset
+        return base_offset + len(values) - 1
 
     def run_for(self, duration_ms: int) -> None:
         if not 0 < duration_ms <= RUN_MS_MAX:
