@@ -185,9 +185,10 @@ print("orders-0 leader:", sim.leader("orders", 0), "leader epoch", sim.controlle
 # 0.11 (some older articles say true).
 #
 # The story, run twice: `payments` has replicas [3, 1]. Three records are written while both are
-# in sync. Follower 1 is cut off; after `replica.lag.time.max.ms` the ISR shrinks to [3] and three
-# more records are written -- acknowledged with `acks=all`, because `min.insync.replicas` is 1.
-# Then broker 3 dies, the network heals, and broker 3 is fenced.
+# in sync. Then follower 1 is cut off and three more are sent with `acks=all`: the first waits
+# for the follower until the ISR shrinks to [3] (after `replica.lag.time.max.ms`), and from then
+# on the leader alone is enough, because `min.insync.replicas` is 1. Then broker 3 dies, the
+# network heals, and broker 3 is fenced.
 
 # %%
 from kafkalab.records.codec import iter_batches
@@ -415,22 +416,35 @@ assert my_prediction == 5 and written == ["TopicRecord"] + ["PartitionRecord"] *
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Predict, then check 4.** In the unclean story above, broker 1 became leader with
-# `unclean.leader.election.enable=true`. How many of the six payments can a consumer still read
-# from `payments-0`?
+# **Predict, then check 4.** A KRaft quorum has five voters. At most how many of them can crash
+# (the active controller among them) while the others still elect an active controller?
 
 # %% tags=["answer"]
 ### BEGIN SOLUTION
-### BLANK my_prediction = None  # <- a number of records
-my_prediction = 3
+### BLANK my_prediction = None  # <- a number of voters
+my_prediction = 2
 ### END SOLUTION
 
 # %% tags=["check"]
-readable = dirty.consume("payments", 0, 0).high_watermark
-check_prediction(my_prediction, readable, right=f"{readable} payments survive; {6 - readable} are lost",
-                 hint="the new leader has only what it copied before it was cut off.")
+def elects_after_crashing(count: int) -> bool:
+    five = SimQuorum(scratch_dir(), voters=5, seed=3)
+    try:
+        first = five.run_until_leader()
+        down = [first.local_id] + [v for v in five.ids if v != first.local_id][:count - 1] if count else []
+        for voter in down:
+            five.crash(voter)
+        five.run_for(10_000)
+        return five.leader() is not None
+    finally:
+        five.close()
+
+
+survivable = max(count for count in range(5) if elects_after_crashing(count))
+check_prediction(my_prediction, survivable,
+                 right=f"{survivable} of 5 may crash; {5 - survivable} voters are still a majority",
+                 hint="a candidate needs votes from a majority of all five voters, its own included.")
 ### BEGIN HIDDEN TESTS
-assert my_prediction == 3
+assert my_prediction == 2 and not elects_after_crashing(3)
 ### END HIDDEN TESTS
 
 # %% [markdown]
