@@ -326,7 +326,8 @@ print(f"active controller: {new_leader.local_id}, epoch {new_leader.epoch}, high
 # Kill and restart brokers, cut one off, trigger a preferred election, and watch the metadata
 # log (above: each record at the time it was committed, one row per record type) and each
 # partition's leader and ISR (below). Stored as a static figure, it shows the story of this
-# chapter: broker 3 killed at 5 s and fenced at 14 s, back at 20 s, a preferred election at 40 s.
+# chapter: broker 3 killed at 5 s and fenced at 14 s, back at 20 s, a preferred election at 40 s
+# (dotted lines mark what was done).
 
 # %%
 from kafkalab.viz.controller import show_controller

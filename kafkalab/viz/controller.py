@@ -55,6 +55,7 @@ RECORD_ROWS = ("FeatureLevelRecord", "RegisterBrokerRecord", "BrokerRegistration
                "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord", "ProducerIdsRecord")
 BROKER_COLOURS = {1: "#4c78a8", 2: "#f58518", 3: "#54a24b", 4: "#b279a2", 5: "#e45756"}
 NO_LEADER_COLOUR = "#bbbbbb"
+ACTION_COLOUR = "#444444"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +82,22 @@ class PartitionSample:
 
 
 @dataclass(frozen=True, slots=True)
+class Action:
+    """What the learner did at ``time_ms``: ``kill 3``, ``restart 3``, ``cut off 2``, ``heal``,
+    ``preferred election``."""
+
+    time_ms: int
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
 class Timeline:
     """Everything the figure shows."""
 
     entries: tuple[LogEntry, ...]
     samples: tuple[PartitionSample, ...]
     now_ms: int
+    actions: tuple[Action, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """How many records of each type the log holds."""
@@ -144,6 +155,7 @@ class ControllerLab:
         self._log = log
         self.entries: list[LogEntry] = []
         self.samples: list[PartitionSample] = []
+        self.actions: list[Action] = []
         self._collect(self.cluster.controller.image)
         self.cluster.controller.subscribe(self._collect)
         self.cluster.create_topic(TOPIC, PARTITIONS, 3)
@@ -167,24 +179,29 @@ class ControllerLab:
     def kill(self, node_id: int) -> None:
         if self.cluster.nodes[node_id].alive:
             self.cluster.crash(node_id)
+            self.actions.append(Action(self.now_ms, f"kill {node_id}"))
 
     def restart(self, node_id: int) -> None:
         if not self.cluster.nodes[node_id].alive:
             self.cluster.restart(node_id)
+            self.actions.append(Action(self.now_ms, f"restart {node_id}"))
             self._sample()
 
     def cut_off(self, node_id: int) -> None:
         """Cut every link between ``node_id`` and the other brokers (the controller, in process,
         still hears from it, so it is not fenced; its followers fall out of the ISR)."""
         self.cluster.network.isolate(node_id, list(self.cluster.nodes))
+        self.actions.append(Action(self.now_ms, f"cut off {node_id}"))
 
     def heal(self) -> None:
         self.cluster.network.heal()
+        self.actions.append(Action(self.now_ms, "heal"))
 
     def elect_preferred(self) -> list[tuple[str, int, str]]:
         """ElectLeaders(PREFERRED) for every partition; ``(topic, partition, error name)`` for
         each partition that was not already led by its preferred replica."""
         results = self.cluster.controller.elect_leaders(Election.PREFERRED, None)
+        self.actions.append(Action(self.now_ms, "preferred election"))
         self._sample()
         return [(topic, index, error.name) for topic, index, error, _ in results]
 
@@ -199,7 +216,7 @@ class ControllerLab:
         return self.timeline()
 
     def timeline(self) -> Timeline:
-        return Timeline(tuple(self.entries), tuple(self.samples), self.now_ms)
+        return Timeline(tuple(self.entries), tuple(self.samples), self.now_ms, tuple(self.actions))
 
     def close(self) -> None:
         self.cluster.close()
@@ -235,10 +252,15 @@ def figure(line: Timeline, title: str = "") -> Any:
             top.annotate(f"{len(at)}", (at[-1].time_ms / 1000, row), xytext=(6, -3),
                          textcoords="offset points", fontsize=7)
     top.set_yticks(range(len(kinds)), kinds, fontsize=8)
-    top.set_ylim(-0.6, len(kinds) - 0.4)
+    top.set_ylim(-0.6, len(kinds) + 0.9)  # headroom for the action labels
     last = line.entries[-1].offset if line.entries else -1
     top.set_title(title or f"__cluster_metadata: {last + 1} records (offsets 0-{last}), by type", fontsize=10)
     _draw_partitions(bottom, line)
+    for action in line.actions:
+        for ax in (top, bottom):
+            ax.axvline(action.time_ms / 1000, color=ACTION_COLOUR, linewidth=0.8, linestyle=":")
+        top.annotate(action.label, (action.time_ms / 1000, 1.0), xycoords=("data", "axes fraction"),
+                     rotation=90, fontsize=7, va="top", ha="right", color=ACTION_COLOUR)
     bottom.set_xlabel("simulated time (s)")
     bottom.set_xlim(-0.5, max(line.now_ms / 1000, 1) + 0.5)
     fig.tight_layout()
@@ -339,5 +361,5 @@ def show_controller(data_dir: Path, seed: int = 7) -> Any:
     return show(start, static)
 
 
-__all__ = ["ControllerLab", "LogEntry", "PartitionSample", "Timeline", "figure", "live", "log_entries",
+__all__ = ["Action", "ControllerLab", "LogEntry", "PartitionSample", "Timeline", "figure", "live", "log_entries",
            "partition_samples", "scenario", "show_controller", "summary"]

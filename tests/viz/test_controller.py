@@ -83,7 +83,7 @@ def test_preferred_election_returns_leadership_to_the_first_replica(lab: control
     assert line.leader_spans(0)[-1][2] == victim and len(line.leader_spans(0)) == 3
     for partition in (1, 2):  # their preferred leaders never left
         assert len(line.leader_spans(partition)) == 1
-    assert lab.elect_preferred() == []  # nothing left to move: every partition is led as preferred
+    assert lab.cluster.controller.elect_leaders(controller.Election.PREFERRED, None) == []  # nothing left to move
 
 
 def test_summary_and_figure(lab: controller.ControllerLab) -> None:
@@ -106,3 +106,9 @@ def test_live_widget_builds_and_acts(tmp_path: Path) -> None:
         assert any(e.kind == "BrokerRegistrationChangeRecord" and '"fenced":1' in e.text for e in lab.entries)
     finally:
         lab.close()
+
+
+def test_actions_are_recorded_at_their_times(lab: controller.ControllerLab) -> None:
+    victim = lab.timeline().isr_changes(0)[0].leader
+    assert [(a.time_ms, a.label) for a in lab.timeline().actions] == [
+        (5_000, f"kill {victim}"), (20_000, f"restart {victim}"), (40_000, "preferred election")]
