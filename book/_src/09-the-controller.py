@@ -178,6 +178,26 @@ print("orders-0 leader:", sim.leader("orders", 0), "leader epoch", sim.controlle
 # Only `orders-0` needed the election, so only it is in the answer; one record, `leader: 3`.
 
 # %% [markdown]
+# ## Deleting a topic
+# In the ZooKeeper era a deletion was a request written to `/admin/delete_topics/<topic>`; the
+# controller moved each replica through `OfflineReplica`, `ReplicaDeletionStarted` and
+# `ReplicaDeletionSuccessful` with StopReplica requests, retrying brokers that were down, and
+# removed the znodes at the end. In KRaft it is one record. Every broker that replays it renames
+# its replicas' directories to `<topic>-<partition>.<uuid>-delete` and removes them a minute
+# later (`file.delete.delay.ms`); a broker that was down replays the same record when it returns.
+
+# %%
+sim.create_topic("audit", 1, 2)
+sim.run_for(100)
+seen = dump(sim, seen)
+sim.controller.delete_topic("audit")
+sim.run_for(100)
+seen = dump(sim, seen)
+for node_id, node in sorted(sim.nodes.items()):
+    names = sorted(d.name for d in (sim.data_dir / f"node-{node_id}").iterdir() if d.name.startswith("audit"))
+    print(f"broker {node_id}:", ["audit-0.<uuid>-delete" if n.endswith("-delete") else n for n in names])
+
+# %% [markdown]
 # ## Unclean leader election: availability, paid in records
 # When every ISR member is gone, Kafka must choose: wait for an ISR member to come back (the
 # partition is offline meanwhile), or let an out-of-sync replica lead at once and lose what it
