@@ -306,6 +306,10 @@ class SimCluster:
         for correlation_id in [c for c, p in self._pending.items() if p.deadline_ms <= now_ms]:
             self._pending.pop(correlation_id).on_timeout()
 
+    def _unclean_enabled(self, topic: str) -> bool:
+        """``unclean.leader.election.enable``, set for the whole cluster (default false)."""
+        return self.properties.get("unclean.leader.election.enable", "false").lower() == "true"
+
     def _alive(self) -> list[SimNode]:
         return [node for node in self.nodes.values() if node.alive]
 
@@ -313,7 +317,7 @@ class SimCluster:
         now_ms = self.clock.milliseconds()
         for node_id in [n for n, at in self._fence_at.items() if at <= now_ms]:
             del self._fence_at[node_id]
-            self.controller.fence_broker(node_id)
+            self.controller.fence_broker(node_id, self._unclean_enabled)
         for node in self._alive():
             node.broker.advance_clock(node.broker.timer.now_ms())
             self._ship_responses(node)

@@ -207,6 +207,29 @@ def test_chapter08_a_killed_follower_leaves_the_isr(browser_page: tuple[Any, Any
     close_chapter(page)
 
 
+def test_chapter09_a_killed_leader_is_fenced_and_replaced(browser_page: tuple[Any, Any], tmp_path: Path) -> None:
+    from kafkalab.viz.controller import TOPIC, ControllerLab, summary
+
+    lab = ControllerLab(tmp_path)  # the chapter's widget: seed 7, 2 s run before it is drawn
+    try:
+        lab.advance(2_000)
+        victim = lab.cluster.leader(TOPIC, 0)
+        lab.kill(victim)
+        expected = summary(lab.advance(10_000))  # the slider's default: past broker.session.timeout.ms
+    finally:
+        lab.close()
+    page, widget = run_chapter(browser_page, "09-the-controller.ipynb", "kafkalab-controller-widget")
+    assert widget.locator("select").first.input_value() == str(victim)
+    widget.locator("button", has_text="kill").click()
+    widget.locator("button", has_text="advance").click()
+    after = wait_for_summary(page, widget, "t = 12.0 s")
+    assert after == expected
+    assert f"{TOPIC}-0: leader {victim} " not in after and '"fenced"' not in after
+    check_accessible(widget)
+    screenshot(page, widget, "widget-09-controller.png")
+    close_chapter(page)
+
+
 def test_chapter13_a_task_fires_when_the_wheel_reaches_it(browser_page: tuple[Any, Any]) -> None:
     page, widget = run_chapter(browser_page, "13-delayed-operations-and-the-timing-wheel.ipynb",
                                "kafkalab-timing-wheel-widget")
