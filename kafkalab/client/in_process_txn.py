@@ -48,6 +48,8 @@ PRODUCE_VERSION = 9
 END_TXN_VERSION = 3
 FETCH_VERSION = 11
 LIST_OFFSETS_VERSION = 7
+OFFSET_FETCH_VERSION = 7
+UNSTABLE = -2
 LATEST = -1
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # the producer's transaction.timeout.ms default
@@ -166,7 +168,8 @@ class FetchAnswer:
 
 def fetch(broker: InProcessBroker, topic: str, partition: int, offset: int = 0, *,
           isolation_level: int = READ_UNCOMMITTED, max_bytes: int = 1 << 20) -> FetchAnswer:
-    """One Fetch from ``offset`` (min_bytes 0: answered at once)."""
+    """One Fetch from ``offset`` (min_bytes 0: answered at once); records of the first batch
+    below ``offset`` are dropped, as a consumer does."""
     body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes,
             "isolation_level": isolation_level, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": topic, "partitions": [{
@@ -177,9 +180,30 @@ def fetch(broker: InProcessBroker, topic: str, partition: int, offset: int = 0, 
     records = tuple(
         FetchedRecord(r.offset, r.value, batch.header.producer_id,
                       parse_control_record(r).type.name if batch.header.is_control else None)
-        for batch in iter_batches(bytes(answer.records or b"")) for r in batch.records)
+        for batch in iter_batches(bytes(answer.records or b"")) for r in batch.records
+        if r.offset >= offset)  # a batch comes whole; a consumer skips what lies before its position
     aborted = tuple((a.producer_id, a.first_offset) for a in (answer.aborted_transactions or ()))
     return FetchAnswer(records, int(answer.high_watermark), int(answer.last_stable_offset), aborted)
+
+
+def consumer_view(answer: FetchAnswer) -> list[FetchedRecord]:
+    """What a consumer hands its application from one Fetch answer: no control records, and no
+    record of an aborted transaction. The broker sends those records anyway (with
+    read_committed, only up to the LSO) and lists the aborted transactions; the consumer drops
+    a producer's records from each listed first offset up to that producer's ABORT marker, as
+    Kafka's ``CompletedFetch`` does. With read_uncommitted the list is empty."""
+    starts = sorted(answer.aborted, key=lambda a: a[1])
+    aborting: set[int] = set()
+    shown = []
+    for record in answer.records:
+        while starts and starts[0][1] <= record.offset:
+            aborting.add(starts.pop(0)[0])
+        if record.marker is not None:
+            if record.marker == "ABORT":
+                aborting.discard(record.producer_id)
+        elif record.producer_id not in aborting:
+            shown.append(record)
+    return shown
 
 
 def list_offset(broker: InProcessBroker, topic: str, partition: int, isolation_level: int) -> int:
@@ -191,5 +215,14 @@ def list_offset(broker: InProcessBroker, topic: str, partition: int, isolation_l
     return int(found.offset)
 
 
+def committed_offset(broker: InProcessBroker, group_id: str, topic: str, partition: int) -> int:
+    """OffsetFetch with require_stable: the group's committed offset, -1 if none (a pending
+    transactional commit is answered UNSTABLE_OFFSET_COMMIT, returned here as -2)."""
+    answer = broker.call(ApiKey.OFFSET_FETCH, OFFSET_FETCH_VERSION, {
+        "group_id": group_id, "topics": [{"name": topic, "partition_indexes": [partition]}], "require_stable": True})
+    [found] = answer.topics[0].partitions
+    return UNSTABLE if found.error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT else int(found.committed_offset)
+
+
 __all__ = ["FetchAnswer", "FetchedRecord", "ProduceAnswer", "READ_COMMITTED", "READ_UNCOMMITTED",
-           "TxnProducer", "fetch", "list_offset", "send_batch"]
+           "TxnProducer", "committed_offset", "consumer_view", "fetch", "list_offset", "send_batch"]
