@@ -350,8 +350,10 @@ print("upper, a read_committed reader:  ", values(committed))
 # each partition's HW (solid) and LSO (dashed), and a triangle where a COMMIT (up) or ABORT
 # (down) marker landed. The stored figure commits a transaction over two partitions, then
 # starts another on `orders-0`, crashes the producer and waits past `transaction.timeout.ms`
-# (10 s here). Live, the buttons begin/send, commit, abort, crash and restart the producer (a
-# restart fences the old epoch) and advance time past the timeout.
+# (10 s here). Live, the buttons begin (which sends nothing), send, commit, abort, crash and
+# restart the producer (a restart fences the old epoch), restart the broker and with it the
+# coordinator (it reloads the open transaction from `__transaction_state`, and the partitions
+# rebuild their LSO from the log), and advance time past the timeout.
 
 # %%
 from kafkalab.viz.transactions import show_transactions

@@ -7,7 +7,8 @@ A :class:`TxnLab` runs one kafkalab broker in this process
 ``PARTITIONS`` partitions and one transactional producer
 (:class:`~kafkalab.client.in_process_txn.TxnProducer`). The learner begins a transaction, sends
 to a partition, commits or aborts, crashes the producer (it stops sending; the coordinator does
-not know), restarts it (a new instance with the same ``transactional.id``: InitProducerId
+not know), restarts the broker and with it the coordinator (which reloads its state from
+``__transaction_state``), restarts the producer (a new instance with the same ``transactional.id``: InitProducerId
 fences the old epoch and aborts its open transaction) and advances time past
 ``transaction.timeout.ms`` (the coordinator aborts on its own). After each step the lab takes a
 :class:`Sample`: the coordinator's state for the transactional id, and per partition the high
@@ -107,6 +108,11 @@ class TxnLab:
         _, metadata = self.broker.broker.txn_coordinator.describe(TRANSACTIONAL_ID)
         return "none" if metadata is None else metadata.state.value
 
+    def begin(self) -> None:
+        """``beginTransaction()``: the producer only notes it; nothing is sent, the coordinator
+        learns of the transaction at the first AddPartitionsToTxn."""
+        self._record("begin (nothing sent)" if not self.crashed else "begin (producer crashed)", None)
+
     def send(self, partition: int, count: int = 1) -> None:
         """AddPartitionsToTxn (first write to the partition), then one batch of ``count`` records."""
         if self.crashed:
@@ -143,6 +149,16 @@ class TxnLab:
             self.broker.advance(100)  # the client's retry.backoff.ms
             answer = self.producer.init()
         self._record(f"InitProducerId (epoch {self.producer.epoch})", answer)
+
+    def restart_broker(self) -> None:
+        """The broker -- and with it the coordinator -- stops and starts again on the same
+        directory: the coordinator reloads ``__transaction_state``, each partition rebuilds its
+        producer state and LSO from the log. The producer keeps its id and epoch."""
+        now_ms = self.broker.now_ms()
+        self.broker.close()
+        self.broker = InProcessBroker(self.data_dir, start_ms=now_ms)
+        self.producer.broker = self.broker
+        self._record("broker restarts", None)
 
     def advance(self, delta_ms: int) -> None:
         self.broker.advance(delta_ms)
@@ -239,11 +255,13 @@ def live(lab: TxnLab) -> Any:
         panel.show(figure(line), summary(line))
 
     actions: dict[str, Callable[[], object]] = {
+        "begin": lab.begin,
         "send": lambda: lab.send(partition.value),
         "commit": lambda: lab.end(commit=True),
         "abort": lambda: lab.end(commit=False),
         "crash producer": lab.crash,
         "restart producer": lab.restart,
+        "restart broker": lab.restart_broker,
         "advance past timeout": lambda: lab.advance(lab.timeout_ms + 1_000),
     }
 

@@ -5,6 +5,7 @@ finds in the segment files; the figure and the widget build."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from kafkalab.viz import transactions as tx
 
 
 @pytest.fixture
-def lab(tmp_path: Path):  # type: ignore[no-untyped-def]
+def lab(tmp_path: Path) -> Iterator[tx.TxnLab]:
     made = tx.scenario(tmp_path / "data")
     yield made
     made.close()
@@ -54,6 +55,21 @@ def test_a_new_producer_fences_the_old_and_aborts_its_transaction(tmp_path: Path
         assert lab.coordinator_state() == "Empty"
         assert [(m.partition, m.offset, m.kind) for m in lab.timeline().markers] == [(1, 3, "ABORT")]
         assert old.add_partitions(tx.TOPIC, [0]).name == "PRODUCER_FENCED"
+    finally:
+        lab.close()
+
+
+def test_a_restarted_coordinator_finishes_the_open_transaction(tmp_path: Path) -> None:
+    lab = tx.TxnLab(tmp_path / "data")
+    try:
+        lab.begin()
+        lab.send(0, 2)
+        lab.restart_broker()
+        after = lab.timeline().samples[-1]
+        assert after.coordinator_state == "Ongoing" and _partition(after, 0) == (2, 0)
+        lab.end(commit=True)
+        assert lab.coordinator_state() == "CompleteCommit"
+        assert _partition(lab.timeline().samples[-1], 0) == (3, 3)
     finally:
         lab.close()
 
