@@ -201,6 +201,7 @@ def scenario(data_dir: Path) -> TxnLab:
 def figure(line: Timeline, title: str = "") -> Any:
     """The coordinator's state per step (top band); HW (solid) and LSO (dashed) per partition."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 5.2), sharex=True,
                                       gridspec_kw={"height_ratios": [1, 3]})
@@ -224,6 +225,7 @@ def figure(line: Timeline, title: str = "") -> Any:
             bottom.annotate(f"{marker.kind} @{marker.offset}", (marker.step, marker.offset),
                             textcoords="offset points", xytext=(6, -10), fontsize=7)
     bottom.set_xticks(steps, [s.action for s in line.samples], rotation=35, ha="right", fontsize=7)
+    bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
     bottom.set_ylabel("offset")
     bottom.legend(loc="upper left", fontsize=7)
     fig.tight_layout()
@@ -273,11 +275,12 @@ def live(lab: TxnLab) -> Any:
 
     buttons = []
     for name, action in actions.items():
-        button = widgets.Button(description=name)
+        button = widgets.Button(description=name, layout=widgets.Layout(width="auto"))
         button.on_click(clicked(action))
         buttons.append(button)
     redraw()
-    box = widgets.VBox([widgets.HBox([partition, *buttons]), panel.widget])
+    controls = widgets.HBox([partition, *buttons], layout=widgets.Layout(flex_flow="row wrap"))
+    box = widgets.VBox([controls, panel.widget])
     box.add_class("kafkalab-transactions-widget")
     return box
 
