@@ -254,9 +254,10 @@ print("orders-1 now ends with:", values(fetch(broker, "orders", 1, 0).records)[-
 # ## `transaction.timeout.ms`: a transaction nobody ends
 # A producer that crashes mid-transaction and never comes back would hold the LSO of every
 # partition it wrote forever, stalling every read_committed consumer. The producer declares a
-# timeout at InitProducerId (`transaction.timeout.ms`, default 60 s; the broker caps it at
-# `transaction.max.timeout.ms`, 15 minutes). When a transaction has been open longer, the
-# coordinator fences the producer (bumps the epoch) and aborts the transaction itself.
+# timeout at InitProducerId (`transaction.timeout.ms`, default 60 s; the coordinator refuses one
+# above `transaction.max.timeout.ms`, 15 minutes, with INVALID_TRANSACTION_TIMEOUT). When a
+# transaction has been open longer, the coordinator fences the producer (bumps the epoch) and
+# aborts the transaction itself.
 
 # %%
 hanging = TxnProducer(broker, "batch-job", timeout_ms=60_000)
@@ -272,8 +273,9 @@ for seconds in (30, 30, 1):
           f"LSO {list_offset(broker, 'orders', 1, READ_COMMITTED)}")
 
 # %% [markdown]
-# The coordinator checks for expired transactions every `transaction.abort.timed.out.transaction.cleanup.interval.ms`
-# in Kafka; kafkalab schedules one timer per transaction on the broker's timing wheel (chapter
+# Kafka's coordinator looks for expired transactions every
+# `transaction.abort.timed.out.transaction.cleanup.interval.ms` (10 s), so its abort comes up to
+# 10 s late; kafkalab schedules one timer per transaction on the broker's timing wheel (chapter
 # 13), so the abort comes as soon as the timeout passes.
 #
 # ## Exactly once: consume, transform, produce
