@@ -20,6 +20,8 @@ from kafkalab.book import check_version
 check_version("0.1.0")
 
 # %%
+import itertools
+
 from kafkalab.book import remove_scratch_dirs, scratch_dir
 from kafkalab.client.in_process import InProcessBroker
 from kafkalab.client.in_process_txn import (READ_COMMITTED, READ_UNCOMMITTED, TxnProducer, committed_offset,
@@ -33,6 +35,13 @@ coordinator = broker.broker.txn_coordinator
 
 def values(records) -> list[str]:
     return [r.value.decode() if r.marker is None else f"<{r.marker}>" for r in records]
+
+
+def new_topic(prefix: str) -> str:
+    """A topic of one partition under a fresh name, so a check cell can be run again."""
+    name = next(f"{prefix}-{n}" for n in itertools.count(1) if broker.broker.topics.get(f"{prefix}-{n}") is None)
+    broker.create_topic(name, 1)
+    return name
 
 # %% [markdown]
 # ## Idempotence: producer id, epoch and sequence numbers
@@ -380,17 +389,17 @@ my_prediction = 2
 # %% tags=["check"]
 from kafkalab.book import check_prediction
 
-broker.create_topic("retries", 1)
+retries = new_topic("retries")
 retrier = TxnProducer(broker, None)
 retrier.init()
 for _ in range(6):
-    retrier.produce("retries", 0, [b"r", b"r"])
-resent = retrier.produce("retries", 0, [b"r", b"r"], sequence=2)
+    retrier.produce(retries, 0, [b"r", b"r"])
+resent = retrier.produce(retries, 0, [b"r", b"r"], sequence=2)
 actual = resent.base_offset if resent.error == ErrorCode.NONE else resent.error.name
 check_prediction(my_prediction, actual, right=f"offset {actual}: the batch is among the last five the broker keeps",
                  hint="count how many batches the broker remembers per producer, and where this one falls")
 ### BEGIN HIDDEN TESTS
-assert retrier.produce("retries", 0, [b"r", b"r"], sequence=0).error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+assert retrier.produce(retries, 0, [b"r", b"r"], sequence=0).error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -405,21 +414,21 @@ my_prediction = 3
 ### END SOLUTION
 
 # %% tags=["check"]
-broker.create_topic("mixed", 1)
+mixed = new_topic("mixed")
 plain = TxnProducer(broker, None)
 plain.init()
-plain.produce("mixed", 0, [b"a", b"b", b"c"])
-open_txn = TxnProducer(broker, "open-one")
+plain.produce(mixed, 0, [b"a", b"b", b"c"])
+open_txn = TxnProducer(broker, f"open-{mixed}")
 open_txn.init()
-open_txn.add_partitions("mixed", [0])
-open_txn.produce("mixed", 0, [b"t1", b"t2", b"t3", b"t4"])
-plain.produce("mixed", 0, [b"d", b"e"])
-lso = list_offset(broker, "mixed", 0, READ_COMMITTED)
+open_txn.add_partitions(mixed, [0])
+open_txn.produce(mixed, 0, [b"t1", b"t2", b"t3", b"t4"])
+plain.produce(mixed, 0, [b"d", b"e"])
+lso = list_offset(broker, mixed, 0, READ_COMMITTED)
 check_prediction(my_prediction, lso, right=f"{lso}: the first offset of the open transaction, "
                  "so even the plain records after it wait",
                  hint="the LSO is the smallest first offset of any transaction still open, not the HW")
 ### BEGIN HIDDEN TESTS
-assert list_offset(broker, "mixed", 0, READ_UNCOMMITTED) == 9
+assert list_offset(broker, mixed, 0, READ_UNCOMMITTED) == 9
 ### END HIDDEN TESTS
 
 # %% [markdown]
