@@ -10,9 +10,8 @@
 #
 # A note on the setup: the chapter uses one broker. On kafkalab's three-broker simulation today
 # the transaction coordinator writes its COMMIT and ABORT markers only into partitions that its
-# own broker leads (and FindCoordinator for a transactional id can name another broker than the
-# one that owns its `__transaction_state` partition), so a transaction spanning leaders on other
-# brokers stays in PrepareCommit. On one broker every partition is local and the whole protocol
+# own broker leads, so a transaction that wrote to partitions led by other brokers stays in
+# PrepareCommit. On one broker every partition is local and the whole protocol
 # runs as in Kafka.
 
 # %%
@@ -256,6 +255,9 @@ print("zombie's AddPartitionsToTxn:", zombie.add_partitions("orders", [0]).name)
 print("orders-1 now ends with:", values(fetch(broker, "orders", 1, 0).records)[-2:])
 
 # %% [markdown]
+# Two bumps: the fence took epoch 1 (the abort of the zombie's transaction and its marker in
+# `orders-1` carry it), and the retried InitProducerId took epoch 2 for the new instance.
+#
 # The seed articles say "the earlier producer reports an error": that is this PRODUCER_FENCED,
 # which the Java client raises as `ProducerFencedException`; the producer must be closed.
 
