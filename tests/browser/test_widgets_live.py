@@ -290,3 +290,29 @@ def test_chapter07_a_longer_linger_fills_batches(browser_page: tuple[Any, Any], 
     check_accessible(widget)
     screenshot(page, widget, "widget-07-accumulator.png")
     close_chapter(page)
+
+
+def test_chapter12_a_crashed_producers_transaction_is_aborted_after_the_timeout(
+        browser_page: tuple[Any, Any], tmp_path: Path) -> None:
+    from kafkalab.viz.transactions import TIMEOUT_MS, TxnLab, summary
+
+    lab = TxnLab(tmp_path / "data")
+    try:
+        page, widget = run_chapter(browser_page, "12-idempotence-and-transactions.ipynb",
+                                   "kafkalab-transactions-widget")
+        assert summary_of(widget) == summary(lab.timeline())
+        lab.send(0)
+        widget.locator("button", has_text="send").click()
+        assert wait_for_summary(page, widget, "step 1") == summary(lab.timeline())
+        lab.crash()
+        lab.advance(TIMEOUT_MS + 1_000)
+        widget.locator("button", has_text="crash producer").click()
+        wait_for_summary(page, widget, "step 2")
+        widget.locator("button", has_text="advance past timeout").click()
+        after = wait_for_summary(page, widget, "step 3")
+        assert after == summary(lab.timeline()) and "CompleteAbort" in after and "ABORT in p0" in after
+    finally:
+        lab.close()
+    check_accessible(widget)
+    screenshot(page, widget, "widget-12-transactions.png")
+    close_chapter(page)
