@@ -96,7 +96,7 @@ def action_buttons(actions: Mapping[str, Callable[[], object]], redraw: Callable
 
     buttons = []
     for name, action in actions.items():
-        button = widgets.Button(description=name)
+        button = widgets.Button(description=name, layout=widgets.Layout(width="auto"))
         button.on_click(clicked(action))
         buttons.append(button)
     return buttons

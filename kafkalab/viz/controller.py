@@ -304,7 +304,7 @@ def live(lab: ControllerLab) -> Any:
     import ipywidgets as widgets
 
     from kafkalab.book import keep_for_widgets
-    from kafkalab.viz._display import FigurePanel
+    from kafkalab.viz._display import FigurePanel, action_buttons
 
     keep_for_widgets(lab.cluster.data_dir)  # a reader may come back to the widget after the last cell
     broker = widgets.Dropdown(options=sorted(lab.cluster.nodes), value=lab.cluster.leader(TOPIC, 0),
@@ -325,17 +325,7 @@ def live(lab: ControllerLab) -> Any:
         "advance": lambda: lab.advance(seconds.value * 1000),
     }
 
-    def clicked(action: Callable[[], object]) -> Callable[[object], None]:
-        def on_click(_button: object) -> None:
-            action()
-            redraw()
-        return on_click
-
-    buttons = []
-    for name, action in actions.items():
-        button = widgets.Button(description=name)
-        button.on_click(clicked(action))
-        buttons.append(button)
+    buttons = action_buttons(actions, redraw)
     redraw()
     box = widgets.VBox([widgets.HBox([broker, seconds]), widgets.HBox(buttons), panel.widget])
     box.add_class("kafkalab-controller-widget")

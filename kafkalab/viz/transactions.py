@@ -246,7 +246,7 @@ def live(lab: TxnLab) -> Any:
     import ipywidgets as widgets
 
     from kafkalab.book import keep_for_widgets
-    from kafkalab.viz._display import FigurePanel
+    from kafkalab.viz._display import FigurePanel, action_buttons
 
     keep_for_widgets(lab.data_dir)  # a reader may come back to the widget after the last cell
     partition = widgets.Dropdown(options=list(range(PARTITIONS)), value=0, description="partition")
@@ -267,17 +267,7 @@ def live(lab: TxnLab) -> Any:
         "advance past timeout": lambda: lab.advance(lab.timeout_ms + 1_000),
     }
 
-    def clicked(action: Callable[[], object]) -> Callable[[object], None]:
-        def on_click(_button: object) -> None:
-            action()
-            redraw()
-        return on_click
-
-    buttons = []
-    for name, action in actions.items():
-        button = widgets.Button(description=name, layout=widgets.Layout(width="auto"))
-        button.on_click(clicked(action))
-        buttons.append(button)
+    buttons = action_buttons(actions, redraw)
     redraw()
     controls = widgets.HBox([partition, *buttons], layout=widgets.Layout(flex_flow="row wrap"))
     box = widgets.VBox([controls, panel.widget])
