@@ -160,7 +160,7 @@ class KafkaConsumer:
         """Commit (with ``enable.auto.commit``), leave the group, close the sockets."""
         try:
             if self.core.member is not None and self.config.enable_auto_commit:
-                self.commit_sync(timeout_ms=CLOSE_WAIT_MS)
+                self.commit_async(None, None)  # best effort, as Kafka's close: a rebalance may refuse it
             self.core.close(self.clock.milliseconds())
             end_ms = self.clock.milliseconds() + CLOSE_WAIT_MS
             while not self.core.closed and self.clock.milliseconds() < end_ms:
@@ -236,14 +236,22 @@ class KafkaConsumer:
             if not chunk:
                 raise NetworkError(f"{conn.address[0]}:{conn.address[1]} closed the connection")
             conn.protocol.receive_data(chunk)
-            while (response := conn.protocol.next_response()) is not None:
-                request_id, _ = conn.waiting.pop(response.request.correlation_id)
-                self.core.on_response(request_id, response.body, self.clock.milliseconds())
         except BlockingIOError:
             return
         except (NetworkError, ProtocolError, OSError):
             self._drop(conn)
             return
+        while conn.waiting:
+            oldest = next(iter(conn.waiting))  # a connection answers in request order
+            try:
+                response = conn.protocol.next_response()
+            except ProtocolError:  # a whole frame that does not decode: fail that request alone
+                self.core.on_failure(conn.waiting.pop(oldest)[0], self.clock.milliseconds())
+                continue
+            if response is None:
+                break
+            request_id, _ = conn.waiting.pop(response.request.correlation_id)
+            self.core.on_response(request_id, response.body, self.clock.milliseconds())
         queued, conn.queued = conn.queued, []
         for request, _ in queued:
             self._send(request, self.clock.milliseconds())
