@@ -222,8 +222,9 @@ class ConsumerCore:
             self._metadata_due_ms = now_ms + self.config.retry_backoff_ms
 
     def next_deadline_ms(self) -> int | None:
-        """When :meth:`poll_requests` next has something to do without an answer arriving."""
-        times = [t for t in (self._metadata_due_ms, self._next_auto_commit_ms) if t is not None]
+        """When :meth:`poll_requests` next has something to do without an answer arriving (auto
+        commit is not among them: it happens in the application's poll, as in Kafka)."""
+        times = [] if self._metadata_due_ms is None else [self._metadata_due_ms]
         if self.member is not None and not self._events:
             member_due = self.member.next_deadline_ms()
             times += [member_due] if member_due is not None else []
@@ -253,9 +254,9 @@ class ConsumerCore:
         if self._metadata_due_ms is None or now_ms < self._metadata_due_ms or self.in_flight("metadata"):
             return
         topics = sorted({tp[0] for tp in self.subscriptions.partitions})
+        self._metadata_due_ms = None  # until the answer, or an assignment, asks again
         if not topics:
             return
-        self._metadata_due_ms = None
         self._add(out, "metadata", now_ms, ApiKey.METADATA, build.metadata(topics), None, build.VERSIONS[ApiKey.METADATA])
 
     def _offset_fetch_request(self, out: list[Request]) -> None:
