@@ -23,6 +23,11 @@ aborted; that producer's transactional batches are skipped until its ABORT marke
 mark. Control batches (the markers) are never handed to the application, but the position moves
 past them, as past every skipped batch.
 
+Magic 2 answers are decoded by :func:`kafkalab.records.columnar.decode_columns` (a compiled
+kernel parses every varint; Python builds one tuple per record kept); answers holding older
+magics take the reference decoder (:func:`kafkalab.records.iter_batches`). Both keep the same
+batches by the same rule.
+
 Worked example: position 5; the answer holds a batch 3-7 from producer 9 (transactional),
 producer 9's ABORT marker at 8 and a plain batch 9-10, with aborted transaction
 ``(producer 9, first_offset 3)``. read_uncommitted returns offsets 5, 6, 7, 9, 10;
@@ -31,19 +36,23 @@ read_committed returns 9, 10. Either way the next fetch offset is 11.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkalab.client.consumer.config import ConsumerConfig
-from kafkalab.errors import ErrorCode, RecordTooLargeError
+from kafkalab.errors import ErrorCode, InvalidRecordError, RecordTooLargeError
 from kafkalab.protocol import SCHEMAS
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records import iter_batches
+from kafkalab.records.codec import decode_batch
 from kafkalab.records.control import ControlRecordType, parse_control_record
-from kafkalab.records.header import NO_PRODUCER_ID
-from kafkalab.records.model import Header, RecordBatch
+from kafkalab.records.header import NO_PRODUCER_ID, BatchHeader
+from kafkalab.records.model import Header
 from kafkalab.storage.checkpoints import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalab.records.columnar import RecordColumns
 
 CONSUMER_REPLICA_ID = -1  # a consumer's Fetch names no replica
 NO_FETCH_SESSION = (0, -1)  # session id, epoch: a full fetch each time (no KIP-227 session)
@@ -93,6 +102,26 @@ def partition_records(config: ConsumerConfig, tp: TopicPartition, position: int,
     assert data.error_code == ErrorCode.NONE, "errors are the caller's to handle"
     raw = data.records or b""
     aborted = AbortedTransactions(data.aborted_transactions or ()) if config.isolation == 1 else None
+    # Imported here: numba's start-up is paid by the first fetch, not by every import of the
+    # simulation, which imports this module.
+    from kafkalab.records.columnar import decode_columns
+    try:
+        columns = decode_columns(raw, check_crc=config.check_crcs)
+    except InvalidRecordError:  # magic 0/1 entries, which only the reference decoder reads
+        records, next_offset, left_bytes = _records(config, tp, position, raw, aborted)
+    else:
+        records, next_offset, left_bytes = _records_from_columns(tp, position, raw, columns, aborted)
+    if next_offset == position and left_bytes >= config.max_partition_fetch_bytes:
+        raise RecordTooLargeError(f"{tp[0]}-{tp[1]} at offset {position}: a batch of more than "
+                                  f"{config.max_partition_fetch_bytes} bytes came cut off; raise "
+                                  f"max.partition.fetch.bytes")
+    return FetchedPartition(tp, tuple(records), next_offset, int(data.high_watermark),
+                            int(data.last_stable_offset))
+
+
+def _records(config: ConsumerConfig, tp: TopicPartition, position: int, raw: bytes,
+             aborted: AbortedTransactions | None) -> tuple[list[ConsumerRecord], int, int]:
+    """The reference path: one :class:`RecordBatch` at a time (every magic)."""
     records: list[ConsumerRecord] = []
     next_offset = position
     walker = iter_batches(raw, check_crc=config.check_crcs)
@@ -100,17 +129,45 @@ def partition_records(config: ConsumerConfig, tp: TopicPartition, position: int,
         if batch.last_offset < position:
             continue  # an earlier batch the broker sent whole
         next_offset = batch.last_offset + 1
-        if batch.is_control if aborted is None else aborted.skip(batch):
+        if _skip(batch.header, raw, aborted):
             continue
-        topic, partition = tp
-        records.extend(ConsumerRecord(topic, partition, r.offset, r.timestamp, r.key, r.value, r.headers)
+        records.extend(ConsumerRecord(tp[0], tp[1], r.offset, r.timestamp, r.key, r.value, r.headers)
                        for r in batch.records if r.offset >= position)
-    if next_offset == position and walker.remaining_bytes >= config.max_partition_fetch_bytes:
-        raise RecordTooLargeError(f"{tp[0]}-{tp[1]} at offset {position}: a batch of more than "
-                                  f"{config.max_partition_fetch_bytes} bytes came cut off; raise "
-                                  f"max.partition.fetch.bytes")
-    return FetchedPartition(tp, tuple(records), next_offset, int(data.high_watermark),
-                            int(data.last_stable_offset))
+    return records, next_offset, walker.remaining_bytes
+
+
+def _records_from_columns(tp: TopicPartition, position: int, raw: bytes, columns: RecordColumns,
+                          aborted: AbortedTransactions | None) -> tuple[list[ConsumerRecord], int, int]:
+    """The fast path for magic 2: every varint parsed by :func:`decode_columns`' compiled
+    kernel, then one tuple per record kept. Same batches kept, same records out."""
+    keep, next_offset = [], position
+    for header in columns.batches:
+        keep.append(header.last_offset >= position and not _skip(header, raw, aborted))
+        next_offset = max(next_offset, header.last_offset + 1)
+    data = columns.data.tobytes()
+    topic, partition = tp
+    rows = zip(columns.batch_index.tolist(), columns.offset.tolist(), columns.timestamp.tolist(),
+               columns.key_start.tolist(), columns.key_length.tolist(), columns.value_start.tolist(),
+               columns.value_length.tolist(), columns.headers_count.tolist())
+    records = [ConsumerRecord(topic, partition, offset, timestamp,
+                              None if k_len < 0 else data[k:k + k_len], None if v_len < 0 else data[v:v + v_len],
+                              columns.headers_of(i) if h_count else ())
+               for i, (b, offset, timestamp, k, k_len, v, v_len, h_count) in enumerate(rows)
+               if keep[b] and offset >= position]
+    end = columns.batches[-1].end_position if columns.batches else 0
+    return records, next_offset, len(raw) - end
+
+
+def _skip(header: BatchHeader, raw: bytes, aborted: AbortedTransactions | None) -> bool:
+    """A batch not for the application: a control batch, or (read_committed) an aborted one."""
+    if aborted is None:
+        return header.is_control
+    return aborted.skip(header, lambda: _control_type(raw, header))
+
+
+def _control_type(raw: bytes, header: BatchHeader) -> ControlRecordType:
+    records = decode_batch(raw, header).records
+    return parse_control_record(records[0]).type if records else ControlRecordType.UNKNOWN
 
 
 class AbortedTransactions:
@@ -121,15 +178,15 @@ class AbortedTransactions:
         self._pending = sorted(((a.first_offset, a.producer_id) for a in aborted), reverse=True)
         self._aborted_producers: set[int] = set()
 
-    def skip(self, batch: RecordBatch) -> bool:
+    def skip(self, batch: BatchHeader, control_type: Callable[[], ControlRecordType]) -> bool:
         """True when ``batch`` is not for the application: a marker, or an aborted one."""
-        producer_id = batch.header.producer_id
+        producer_id = batch.producer_id
         if producer_id == NO_PRODUCER_ID:
             return batch.is_control
         while self._pending and self._pending[-1][0] <= batch.last_offset:
             self._aborted_producers.add(self._pending.pop()[1])  # its transaction has begun
         if batch.is_control:
-            if batch.records and parse_control_record(batch.records[0]).type is ControlRecordType.ABORT:
+            if control_type() is ControlRecordType.ABORT:
                 self._aborted_producers.discard(producer_id)  # its transaction is over
             return True
         return batch.is_transactional and producer_id in self._aborted_producers
