@@ -70,7 +70,7 @@ def confluent_consume(bootstrap_servers: str, count: int) -> float:
     return elapsed
 
 
-def _check(offset: int, expected: int, value: bytes | None) -> None:
+def _check(offset: int | None, expected: int, value: bytes | None) -> None:
     if offset != expected or value is None or len(value) != VALUE_BYTES:
         raise RuntimeError(f"expected a {VALUE_BYTES}-byte value at offset {expected}, got offset {offset}")
 

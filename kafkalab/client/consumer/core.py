@@ -87,7 +87,7 @@ class ConsumerCore:
         self.error: KafkaError | None = None  # raised by the adapter's next poll()
         self._events: list[RebalanceEvent] = []
         self._notifications_seen = 0
-        self._in_flight: dict[int, tuple[str, Any]] = {}  # request id -> (kind, context)
+        self._in_flight: dict[int, tuple[str, Any]] = {}  # kind is one of _RESPONSES' keys  # request id -> (kind, context)
         self._next_request_id = 0
         self._metadata_due_ms: int | None = 0
         self._fetching_from: set[int] = set()
@@ -98,11 +98,11 @@ class ConsumerCore:
 
     def subscribe(self, topics: list[str], now_ms: int) -> None:
         """Join ``group.id`` and consume whatever its assignor gives this member."""
-        if self.config.group_id is None:
+        c = self.config
+        if c.group_id is None:
             raise ConfigError("subscribe() needs a group.id; use assign() without one")
         if self.member is not None or self.subscriptions.partitions:
             raise ConfigError("this consumer is already subscribed or assigned; create another")
-        c = self.config
         self.member = GroupMember(MemberConfig(
             c.group_id, tuple(topics), c.partition_assignment_strategy, c.session_timeout_ms,
             c.heartbeat_interval_ms, c.max_poll_interval_ms, c.retry_backoff_ms, c.request_timeout_ms,
@@ -202,17 +202,22 @@ class ConsumerCore:
         return out
 
     def on_response(self, request_id: int, body: Any, now_ms: int) -> None:
-        kind, context = self._in_flight.pop(request_id, (None, None))
-        if kind is None:
+        entry = self._in_flight.pop(request_id, None)
+        if entry is None:
             return  # an answer to a request given up on
+        kind, context = entry
         self._RESPONSES[kind](self, context, body, now_ms)
         self._sync_membership()
 
     def on_failure(self, request_id: int, now_ms: int) -> None:
         """No answer (timeout, lost connection): retry the request's work after a fresh Metadata."""
-        kind, context = self._in_flight.pop(request_id, (None, None))
+        entry = self._in_flight.pop(request_id, None)
+        if entry is None:
+            return
+        kind, context = entry
         if kind == "member":
-            self.member.on_failure(context.api_key, now_ms, context.request_id)  # type: ignore[union-attr]
+            assert self.member is not None, "member requests come only from a subscribed consumer"
+            self.member.on_failure(context.api_key, now_ms, context.request_id)
             self._sync_membership()
         elif kind == "fetch":
             self._fetching_from.discard(context[0])
@@ -257,7 +262,8 @@ class ConsumerCore:
         self._metadata_due_ms = None  # until the answer, or an assignment, asks again
         if not topics:
             return
-        self._add(out, "metadata", now_ms, ApiKey.METADATA, build.metadata(topics), None, build.VERSIONS[ApiKey.METADATA])
+        self._add(out, "metadata", now_ms, ApiKey.METADATA, build.metadata(topics), None,
+                  build.VERSIONS[ApiKey.METADATA])
 
     def _offset_fetch_request(self, out: list[Request]) -> None:
         waiting = self.subscriptions.in_state(PartitionState.AWAITING_COMMITTED)
@@ -274,14 +280,16 @@ class ConsumerCore:
         for tp in self.subscriptions.in_state(PartitionState.AWAITING_RESET):
             if tp in asked or tp not in self.leaders:
                 continue
-            if self.subscriptions.reset_policy == "none" and self.subscriptions.partitions[tp].reset_timestamp == LATEST:
+            timestamp = self.subscriptions.partitions[tp].reset_timestamp
+            if timestamp is None:  # Kafka's NoOffsetForPartitionException, here with its error code
                 self.subscriptions.remove((tp,))
                 self.error = OffsetOutOfRangeError(f"{tp[0]}-{tp[1]} has no valid offset and auto.offset.reset is none")
                 continue
-            by_leader.setdefault(self.leaders[tp], {})[tp] = self.subscriptions.partitions[tp].reset_timestamp
+            by_leader.setdefault(self.leaders[tp], {})[tp] = timestamp
         for leader, timestamps in sorted(by_leader.items()):
             self._add(out, "list-offsets", tuple(timestamps), ApiKey.LIST_OFFSETS,
-                      build.list_offsets(timestamps, self.config.isolation), leader, build.VERSIONS[ApiKey.LIST_OFFSETS])
+                      build.list_offsets(timestamps, self.config.isolation), leader,
+                      build.VERSIONS[ApiKey.LIST_OFFSETS])
 
     def _fetch_requests(self, out: list[Request]) -> None:
         by_leader: dict[int, list[tuple[TopicPartition, int]]] = {}

@@ -71,7 +71,7 @@ class PartitionPosition:
     """One assigned partition's state. Mutable; owned by one :class:`SubscriptionState`."""
 
     state: PartitionState
-    reset_timestamp: int = LATEST
+    reset_timestamp: int | None = None  # None: auto.offset.reset is none and no seek asked
     position: int | None = None
     buffered: list[ConsumerRecord] = field(default_factory=list)  # fetched, not yet returned
     buffered_next_offset: int = 0  # the position once ``buffered`` is all returned
@@ -89,7 +89,7 @@ class SubscriptionState:
     def add(self, tps: tuple[TopicPartition, ...], *, in_group: bool) -> None:
         for tp in tps:
             state = P.AWAITING_COMMITTED if in_group else P.AWAITING_RESET
-            self.partitions[tp] = PartitionPosition(state, RESET_TIMESTAMPS.get(self.reset_policy, LATEST))
+            self.partitions[tp] = PartitionPosition(state, RESET_TIMESTAMPS.get(self.reset_policy))
 
     def remove(self, tps: tuple[TopicPartition, ...]) -> None:
         for tp in tps:
@@ -125,7 +125,7 @@ class SubscriptionState:
 
     def out_of_range(self, tp: TopicPartition) -> None:
         entry = self.fire(tp, V.OUT_OF_RANGE)
-        entry.reset_timestamp = RESET_TIMESTAMPS[self.reset_policy]
+        entry.reset_timestamp = RESET_TIMESTAMPS.get(self.reset_policy)
         entry.position, entry.buffered = None, []
 
     def fetchable(self) -> list[tuple[TopicPartition, int]]:
