@@ -35,7 +35,7 @@ Fetch goes to broker 2 at ``{orders-0: 7, orders-1: 12}``; its answer is buffere
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalab.client.consumer import requests as build
@@ -69,10 +69,13 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class RebalanceEvent:
-    """What a ``ConsumerRebalanceListener`` hears: ``revoked``, ``assigned`` or ``lost``."""
+    """What a ``ConsumerRebalanceListener`` hears: ``revoked``, ``assigned`` or ``lost``.
+    ``positions`` are a revoked partition's positions when it was taken away: what a listener
+    commits so the next owner starts where this consumer stopped."""
 
     kind: str
     partitions: tuple[TopicPartition, ...]
+    positions: Mapping[TopicPartition, int] = field(default_factory=dict)
 
 
 class ConsumerCore:
@@ -425,15 +428,16 @@ class ConsumerCore:
         if member is None:
             return
         for note in member.notifications[self._notifications_seen:]:
+            consumed = self.subscriptions.consumed_offsets()
+            positions = {tp: consumed[tp] for tp in note.partitions if tp in consumed}
             if note.kind == "assigned":
                 self.subscriptions.add(note.partitions, in_group=True)
                 self._metadata_due_ms = 0
             else:
                 if note.kind == "revoked" and self.config.enable_auto_commit:
-                    positions = self.subscriptions.consumed_offsets()
-                    self.commit_async({tp: positions[tp] for tp in note.partitions if tp in positions}, None)
+                    self.commit_async(positions, None)
                 self.subscriptions.remove(note.partitions)
-            self._events.append(RebalanceEvent(note.kind, note.partitions))
+            self._events.append(RebalanceEvent(note.kind, note.partitions, positions))
         self._notifications_seen = len(member.notifications)
         if member.error is not None and self.error is None:
             self.error, member.error = member.error, None
