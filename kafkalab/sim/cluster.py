@@ -45,6 +45,7 @@ from kafkalab.broker.broker import Broker
 from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker
+from kafkalab.client.consumer import ConsumerCore, RebalanceEvent, Request
 from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
 from kafkalab.clock import ManualClock
 from kafkalab.controller.local import LocalController
@@ -113,6 +114,8 @@ class SimCluster:
         self._pending: dict[int, _Pending] = {}
         self._watchers: list[Callable[[str, int, Any], None]] = []
         self.members: dict[str, GroupMember] = {}  # consumers in groups, by name
+        self.consumers: dict[str, ConsumerCore] = {}  # kafkalab's whole consumers, by name
+        self.consumer_events: list[tuple[int, str, RebalanceEvent]] = []  # what their listeners heard
         self._member_connections: dict[str, int] = {}
         self._clients: list[SimClient] = []
         for node_id in range(1, nodes + 1):
@@ -243,11 +246,38 @@ class SimCluster:
             del self._pending[correlation_id]
         self.network.drop_node(name)
 
+    def add_consumer(self, name: str, consumer: ConsumerCore) -> ConsumerCore:
+        """Run a :class:`ConsumerCore` (already subscribed or assigned) on a connection of its
+        own; its rebalance listener events are taken as they come, so it never waits on them."""
+        assert name not in self.consumers and name not in self.members and name not in self.nodes, f"{name!r} is taken"
+        self.consumers[name] = consumer
+        self._member_connections.setdefault(name, MEMBER_CONNECTION_BASE + len(self._member_connections))
+        return consumer
+
+    def kill_consumer(self, name: str) -> None:
+        """The consumer's process dies: it goes silent; its group notices when its session times out."""
+        del self.consumers[name]
+        for correlation_id in [c for c, p in self._pending.items() if p.src == name]:
+            del self._pending[correlation_id]
+        self.network.drop_node(name)
+
     def _poll_members(self) -> None:
         now_ms = self.clock.milliseconds()
         for name, member in list(self.members.items()):
             for out in member.poll(now_ms):
                 self._send_for_member(name, member, out)
+        for name, consumer in list(self.consumers.items()):
+            self.consumer_events += [(now_ms, name, e) for e in consumer.take_rebalance_events()]
+            for request in consumer.poll_requests(now_ms):
+                self._send_for_consumer(name, consumer, request)
+
+    def _send_for_consumer(self, name: str, consumer: ConsumerCore, request: Request) -> None:
+        alive = [n.node_id for n in self._alive()]
+        destination = request.destination if request.destination is not None else (min(alive) if alive else -1)
+        self._send(name, destination, request.api_key, request.version, request.body,
+                   lambda response: consumer.on_response(request.request_id, response, self.clock.milliseconds()),
+                   timeout_ms=request.timeout_ms,
+                   on_timeout=lambda: consumer.on_failure(request.request_id, self.clock.milliseconds()))
 
     def _send_for_member(self, name: str, member: GroupMember, out: Outgoing) -> None:
         alive = [n.node_id for n in self._alive()]
@@ -297,6 +327,7 @@ class SimCluster:
         times.extend(p.deadline_ms for p in self._pending.values())
         times.extend(t for t in (m.next_deadline_ms() for m in self.members.values()) if t is not None)
         times.extend(t for t in (c.next_deadline_ms() for c in self._clients) if t is not None)
+        times.extend(t for t in (c.next_deadline_ms() for c in self.consumers.values()) if t is not None)
         return min(times) if times else None
 
     def _expire_requests(self) -> None:
