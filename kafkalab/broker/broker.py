@@ -46,6 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
+from kafkalab.broker.coordinator_partitions import CoordinatorPartitions, internal_topic_replication_factor
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
@@ -63,6 +64,8 @@ from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
 from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
+from kafkalab.group.ownership import load_partition, unload_partition
+from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import (
     decode_request_body,
@@ -106,6 +109,9 @@ class Broker:
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", timer=timer, purge_interval=PRODUCE_PURGE_INTERVAL)
         registration = BrokerRegistration(settings.node_id, BROKER_EPOCH, settings.host, settings.port, settings.rack)
+        self.group_partitions: CoordinatorPartitions | None = None  # set once the coordinator exists
+        self.lone = controller is None
+        self._clock_ms = clock_ms
         self.replica_manager = ReplicaManager(
             settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
             on_high_watermark_moved=self._high_watermark_moved)
@@ -125,11 +131,18 @@ class Broker:
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
         self.client_hosts: dict[int, str] = {}  # by connection, filled in by the network adapter
         group_settings = _group_settings(config_store, str(settings.node_id))
-        self.group_coordinator = GroupCoordinator(
-            group_settings,
-            BrokerCoordinatorLog(self, group_settings.offsets_partitions, _broker_int(
-                config_store, str(settings.node_id), "offsets.topic.segment.bytes")),
-            timer, rng, clock_ms)
+        node = str(settings.node_id)
+        self.group_log = BrokerCoordinatorLog(
+            self, group_settings.offsets_partitions, _broker_int(config_store, node, "offsets.topic.segment.bytes"),
+            internal_topic_replication_factor(_broker_int(config_store, node, "offsets.topic.replication.factor"),
+                                              len(self.controller.image.brokers), lone_broker=self.lone),
+            _broker_int(config_store, node, "offsets.commit.timeout.ms"))
+        self.group_coordinator = GroupCoordinator(group_settings, self.group_log, timer, rng, clock_ms)
+        self.group_partitions = CoordinatorPartitions(OFFSETS_TOPIC, self._load_groups, self._unload_groups)
+        self.group_coordinator.partition_error = self._group_partition_error
+        self.group_partitions.follow([(OFFSETS_TOPIC, hosted.partition.partition)
+                                      for hosted in self.replica_manager
+                                      if hosted.partition.topic == OFFSETS_TOPIC and hosted.partition.is_leader], ())
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
         self.log_dir_failures = LogDirFailureChannel(log_store.log_dirs)
@@ -251,12 +264,36 @@ class Broker:
 
     def _apply_image(self, image: MetadataImage) -> None:
         """Follow the controller: lead, follow or drop partitions as the new image says."""
-        self.replica_manager.apply_image(image, self.timer.now_ms())
+        applied = self.replica_manager.apply_image(image, self.timer.now_ms())
+        if self.group_partitions is not None:
+            self.group_partitions.follow(applied.became_leader, (*applied.became_follower, *applied.stopped))
+
+    # --- the group coordinator follows the __consumer_offsets leaders -------------------------
+
+    def _group_partition_error(self, partition: int) -> int:
+        """NONE if this broker coordinates the groups of ``partition`` now. A lone broker also
+        before ``__consumer_offsets`` exists: it will lead every partition its first write
+        creates."""
+        assert self.group_partitions is not None
+        if self.lone and self.controller.image.topics.get(OFFSETS_TOPIC) is None:
+            return 0
+        return self.group_partitions.error_for(partition)
+
+    def _load_groups(self, partition: int) -> None:
+        coordinator = self.group_coordinator
+        now_ms = coordinator.now_ms if self._clock_ms is None else self._clock_ms()
+        load_partition(coordinator, partition, self.group_log.replay_partition(partition), now_ms)
+
+    def _unload_groups(self, partition: int) -> None:
+        self.group_log.abandon(partition)
+        unload_partition(self.group_coordinator, partition)
 
     def _high_watermark_moved(self, topic: str, partition: int) -> None:
         """Kafka's ``tryCompleteDelayedRequests``: a moved HW may complete acks=all produces and
         fetches waiting for bytes that are now committed."""
         key = (topic, partition)
+        if topic == OFFSETS_TOPIC:
+            self.group_log.high_watermark_moved(partition)
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
 

@@ -5,8 +5,13 @@ Kafka creates its internal topics: ``offsets.topic.num.partitions`` partitions, 
 (``cleanup.policy=compact``) and with ``offsets.topic.segment.bytes`` segments. Each append is
 one v2 batch with CreateTime ``now_ms`` (Kafka's coordinator writes uncompressed batches unless
 ``offsets.topic.compression.codec`` says otherwise). The append goes through the partition, as
-a produce does: it stamps the leader epoch and moves the high watermark, so on a lone broker an
-append is committed when it returns; with followers, the same call will wait for ``acks=all``.
+a produce does: it stamps the leader epoch, and the high watermark moves once every ISR replica
+has the batch. :meth:`BrokerCoordinatorLog.when_committed` is the coordinator's acks=all: it
+calls back when the high watermark passes an offset (at once on a lone broker), with
+NOT_COORDINATOR if this broker stops leading the partition first, and with
+COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``. The topic's replication factor
+is ``offsets.topic.replication.factor``
+(:func:`~kafkalab.broker.coordinator_partitions.internal_topic_replication_factor`).
 
 Worked example: the first commit of group ``my-group`` creates ``__consumer_offsets-0`` ..
 ``-49`` and writes one batch at offset 0 of partition 12.
@@ -14,12 +19,14 @@ Worked example: the first commit of group ``my-group`` creates ``__consumer_offs
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from kafkalab.errors import ErrorCode
 from kafkalab.group.log import KeyValue
 from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.records import Record, build_batch, iter_batches
+from kafkalab.timer import ScheduledTask, Scheduler
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
@@ -31,41 +38,88 @@ REPLAY_READ_BYTES = 5242880  # offsets.load.buffer.size
 class BrokerCoordinatorLog:
     """The coordinator's view of ``__consumer_offsets``. Not thread-safe; owned by the broker."""
 
-    def __init__(self, broker: Broker, partition_count: int, segment_bytes: int) -> None:
+    def __init__(self, broker: Broker, partition_count: int, segment_bytes: int,
+                 replication_factor: int = 1, commit_timeout_ms: int = 5000) -> None:
         self.broker = broker
         self.partition_count = partition_count
         self.segment_bytes = segment_bytes
+        self.replication_factor = replication_factor
+        self.commit_timeout_ms = commit_timeout_ms
+        self._scheduler = Scheduler(broker.timer)
+        # per partition: (offset, callback, timeout task), waiting for the high watermark
+        self._waiting: dict[int, list[tuple[int, Callable[[int], None], ScheduledTask]]] = {}
 
     def append(self, partition: int, records: Sequence[KeyValue], now_ms: int) -> int:
-        self._ensure_topic()
+        self.ensure_topic()
         hosted = self.broker.topics.partition(OFFSETS_TOPIC, partition)
-        assert hosted is not None, f"{OFFSETS_TOPIC}-{partition} exists once the topic does"
+        assert hosted is not None and hosted.partition.is_leader, \
+            f"only the leader of {OFFSETS_TOPIC}-{partition} coordinates its groups"
         base_offset = hosted.log.log_end_offset
         batch = build_batch([Record(base_offset + index, now_ms, key, value)
                              for index, (key, value) in enumerate(records)], base_offset=base_offset)
         info = hosted.partition.append_records_to_leader(batch, ACKS_ALL, now_ms)
         return info.first_offset
 
+    def when_committed(self, partition: int, offset: int, callback: Callable[[int], None]) -> None:
+        hosted = self.broker.topics.partition(OFFSETS_TOPIC, partition)
+        if hosted is not None and hosted.log.high_watermark > offset:
+            callback(ErrorCode.NONE)
+            return
+        waiting = self._waiting.setdefault(partition, [])
+        entry: list[tuple[int, Callable[[int], None], ScheduledTask]] = []
+
+        def timed_out() -> None:
+            if entry and entry[0] in waiting:
+                waiting.remove(entry[0])
+                callback(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+        entry.append((offset, callback, self._scheduler.schedule(self.commit_timeout_ms, timed_out)))
+        waiting.append(entry[0])
+
+    def high_watermark_moved(self, partition: int) -> None:
+        """Answer the waits the partition's new high watermark satisfies, in offset order."""
+        hosted = self.broker.topics.partition(OFFSETS_TOPIC, partition)
+        waiting = self._waiting.get(partition)
+        if hosted is None or not waiting:
+            return
+        done = [w for w in waiting if w[0] < hosted.log.high_watermark]
+        self._waiting[partition] = [w for w in waiting if w[0] >= hosted.log.high_watermark]
+        for _offset, callback, task in done:
+            task.cancel()
+            callback(ErrorCode.NONE)
+
+    def abandon(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: its waits fail with NOT_COORDINATOR."""
+        for _offset, callback, task in self._waiting.pop(partition, []):
+            task.cancel()
+            callback(ErrorCode.NOT_COORDINATOR)
+
     def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
         if self.broker.topics.get(OFFSETS_TOPIC) is None:
             return
         for partition in range(self.partition_count):
-            log = self.broker.topics.log(OFFSETS_TOPIC, partition)
-            if log is None:
-                continue
-            offset = log.log_start_offset
-            while offset < log.high_watermark:
-                info = log.read(offset, REPLAY_READ_BYTES, max_offset=log.high_watermark)
-                data = b"".join(s.read_bytes() for s in info.slices)
-                if not data:
-                    break
-                for batch in iter_batches(data):
-                    for record in batch.records:
-                        if record.offset >= offset and record.key is not None:
-                            yield partition, record.key, record.value
-                    offset = batch.last_offset + 1
+            yield from self.replay_partition(partition)
 
-    def _ensure_topic(self) -> None:
+    def replay_partition(self, partition: int) -> Iterator[tuple[int, bytes, bytes | None]]:
+        """Every record of one partition up to its log end: a new leader's whole log becomes
+        committed as its followers catch up, so the coordinator loads all of it."""
+        log = self.broker.topics.log(OFFSETS_TOPIC, partition)
+        if log is None:
+            return
+        offset = log.log_start_offset
+        while offset < log.log_end_offset:
+            info = log.read(offset, REPLAY_READ_BYTES, max_offset=log.log_end_offset)
+            data = b"".join(s.read_bytes() for s in info.slices)
+            if not data:
+                break
+            for batch in iter_batches(data):
+                for record in batch.records:
+                    if record.offset >= offset and record.key is not None:
+                        yield partition, record.key, record.value
+                offset = batch.last_offset + 1
+
+    def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` if it does not exist (FindCoordinator's first need)."""
         if self.broker.topics.get(OFFSETS_TOPIC) is not None:
             return
         # Stored as the topic's own configs, as Kafka's internal topic creation does, so
@@ -73,4 +127,4 @@ class BrokerCoordinatorLog:
         config_store = self.broker.config_store
         config_store.alter("topics", OFFSETS_TOPIC,
                            add={"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
-        self.broker.topics.create(OFFSETS_TOPIC, self.partition_count)
+        self.broker.topics.create(OFFSETS_TOPIC, self.partition_count, self.replication_factor)

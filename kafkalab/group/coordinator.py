@@ -116,6 +116,13 @@ class GroupCoordinator:
         self.rebalance_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Rebalance", timer=timer)
         self.heartbeat_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Heartbeat", timer=timer)
         self.now_ms = 0  # the latest time a request or timer event brought
+        # Does this node coordinate that __consumer_offsets partition now? NONE, else the error
+        # to answer: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS. Alone, it coordinates all.
+        self.partition_error: Callable[[int], int] = lambda partition: E.NONE
+
+    def coordinator_error(self, group_id: str) -> int:
+        """NONE if this node coordinates ``group_id``; else the error every request gets."""
+        return self.partition_error(self.partition_of(group_id))
 
     def _timer_fired(self) -> None:
         if self._clock_ms is not None:
@@ -132,7 +139,7 @@ class GroupCoordinator:
     def join_group(self, request: JoinRequest, now_ms: int, respond: Respond) -> JoinResult | None:
         """Answer now (a JoinResult) or later through ``respond`` (None)."""
         self.now_ms = now_ms
-        error = self._check_join(request)
+        error = self.coordinator_error(request.group_id) or self._check_join(request)
         if error:
             return JoinResult(error, member_id=request.member_id)
         group = self.groups.get(request.group_id)
@@ -323,6 +330,8 @@ class GroupCoordinator:
                    assignments: Sequence[tuple[str, bytes]], now_ms: int, respond: Respond) -> SyncResult | None:
         self.now_ms = now_ms
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return SyncResult(self.coordinator_error(group_id))
         if group is None:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
         error = self.check_member(group, member_id, instance_id)
@@ -395,6 +404,8 @@ class GroupCoordinator:
                   now_ms: int) -> int:
         self.now_ms = now_ms
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return self.coordinator_error(group_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
         error = self.check_member(group, member_id, instance_id)
@@ -411,6 +422,8 @@ class GroupCoordinator:
         """One error code per (member id, instance id) leaving."""
         self.now_ms = now_ms
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return [self.coordinator_error(group_id) for _ in members]
         if group is None or group.is_in(S.DEAD):
             return [E.UNKNOWN_MEMBER_ID for _ in members]
         results: list[int] = []
@@ -523,6 +536,8 @@ class GroupCoordinator:
         """DeleteGroups for one group: only an Empty group may go (NON_EMPTY_GROUP)."""
         self.now_ms = now_ms
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return self.coordinator_error(group_id)
         if group is None or group.is_in(S.DEAD):
             return E.GROUP_ID_NOT_FOUND
         if not group.is_in(S.EMPTY):
