@@ -87,7 +87,8 @@ class OffsetStore:
         the append is committed. Without ``respond`` the log must commit at once."""
         coordinator = self.coordinator
         coordinator.now_ms = now_ms
-        error = coordinator.coordinator_error(group_id) or self._check_commit(group_id, generation_id, member_id, instance_id, api_version, now_ms)
+        error = coordinator.coordinator_error(group_id) or self._check_commit(
+            group_id, generation_id, member_id, instance_id, api_version, now_ms)
         if error:
             return [error] * len(commits)
         limit = coordinator.settings.offset_metadata_max_bytes

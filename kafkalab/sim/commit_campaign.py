@@ -32,7 +32,7 @@ A broken promise raises :class:`~kafkalab.sim.invariants.InvariantViolation` wit
     python -m kafkalab.sim.commit_campaign --seed 1234
 
 Worked example: a run acknowledges commits at generation 1, its coordinator (the leader of
-``__consumer_offsets`` partition 11 for ``campaign``) crashes, the controller elects another
+``__consumer_offsets`` partition 38 for ``campaign``) crashes, the controller elects another
 replica's broker, which loads the group from its copy of the log; the members find it, rejoin,
 and the final OffsetFetch returns every acknowledged offset.
 """
