@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 One run is a function of its seed. A three-broker :class:`~kafkalab.sim.cluster.SimCluster`
 hosts ``orders`` (6 partitions, RF 3) and ``__consumer_offsets`` (RF 3); three of Kafka's group
-members (:mod:`kafkalab.client.membership`) consume ``orders`` as group ``campaign``. ``steps``
-times the seed's generator picks an action:
+members (:mod:`kafkalab.client.membership`) consume ``orders`` as group ``campaign``; the first
+is a static member (``group.instance.id=static-0``). ``steps`` times the seed's generator picks
+an action:
 
 =========  ===========================================================================
 action     what happens
@@ -14,7 +15,8 @@ commit     a Stable member commits the partitions it owns at its generation, wit
            larger offset; the same member also sends a commit one generation too old
 crash      the group coordinator's broker dies (while all three run)
 restart    a dead broker starts again on its directory
-kill       a member dies silently; a new one joins in its place
+kill       a member dies silently; a new one joins in its place (with the same instance id, if
+           the dead one was static: that fences the dead one's member id)
 wait       100 ms to 10 s of simulated time pass
 =========  ===========================================================================
 
@@ -22,6 +24,9 @@ Two promises are checked:
 
 * **a stale generation can never commit**: every commit sent with an old generation is
   refused (ILLEGAL_GENERATION, or an error of a coordinator that does not know the member);
+* **a fenced instance can never commit**: every commit action also replays the last commit of
+  each dead static member (its member id, instance id and generation); each must be refused
+  (FENCED_INSTANCE_ID once its replacement joined);
 * **an acknowledged commit is never lost**: at the end every broker runs again, and for every
   partition the offset the group's coordinator returns is at least the largest acknowledged one
   -- through coordinator failovers, since ``__consumer_offsets`` has three replicas and a commit
@@ -40,6 +45,7 @@ and the final OffsetFetch returns every acknowledged offset.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import tempfile
 from collections import Counter
@@ -59,6 +65,7 @@ STEPS_DEFAULT = 30
 FAULTS = LinkFaults(delay_min_ms=1, delay_max_ms=10)
 ACTIONS = ("commit", "commit", "commit", "crash", "restart", "kill", "wait", "wait")
 COMMIT_VERSION = 8
+STATIC_INSTANCE = "static-0"
 SETTLE_MS = 40_000  # at the end: brokers fenced, leaders elected, members rejoined
 TopicPartition = tuple[str, int]
 
@@ -70,7 +77,9 @@ class CommitLedger:
     seed: int
     acknowledged: dict[TopicPartition, int] = field(default_factory=dict)
     next_offset: int = 1
+    fenced: list[tuple[str, str, int]] = field(default_factory=list)  # dead static members
     stale_refused: int = 0
+    fenced_refused: int = 0
     acked: int = 0
 
     def violation(self, what: str) -> InvariantViolation:
@@ -84,6 +93,7 @@ class CommitRunResult:
     actions: Counter[str]
     acknowledged: int
     stale_refused: int
+    fenced_refused: int
     failovers: int  # crash actions drawn (a crash happens only while all brokers run)
 
 
@@ -92,6 +102,7 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> CommitRunResul
     rng = random.Random(seed)
     config = MemberConfig(GROUP, (TOPIC,), session_timeout_ms=6_000, heartbeat_interval_ms=500,
                           rebalance_timeout_ms=10_000, request_timeout_ms=5_000)
+    static = dataclasses.replace(config, group_instance_id=STATIC_INSTANCE)
     cluster = SimCluster(data_dir, nodes=3, seed=seed, faults=FAULTS,
                          properties={"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"})
     ledger = CommitLedger(seed)
@@ -99,8 +110,8 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> CommitRunResul
     names = iter(f"m{i}" for i in range(10_000))
     try:
         cluster.create_topic(TOPIC, PARTITIONS, 3)
-        for _ in range(3):
-            cluster.add_member(next(names), config)
+        for member_config in (static, config, config):
+            cluster.add_member(next(names), member_config)
         cluster.run_for(5_000)
         for _ in range(steps):
             action = rng.choice(ACTIONS)
@@ -112,7 +123,8 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> CommitRunResul
                 cluster.restart(node_id)
         cluster.run_for(SETTLE_MS)
         _check_nothing_lost(cluster, ledger)
-        return CommitRunResult(seed, actions, ledger.acked, ledger.stale_refused, actions["crash"])
+        return CommitRunResult(seed, actions, ledger.acked, ledger.stale_refused, ledger.fenced_refused,
+                               actions["crash"])
     finally:
         cluster.close()
 
@@ -131,8 +143,14 @@ def _act(cluster: SimCluster, rng: random.Random, action: str, config: MemberCon
     elif action == "restart" and len(alive) < len(cluster.nodes):
         cluster.restart(rng.choice(sorted(set(cluster.nodes) - set(alive))))
     elif action == "kill" and cluster.members:
-        cluster.stop_member(rng.choice(sorted(cluster.members)), leave=False)
-        cluster.add_member(next(names), config)
+        name = rng.choice(sorted(cluster.members))
+        dead = cluster.members[name]
+        instance = dead.config.group_instance_id
+        if instance is not None and dead.member_id:
+            ledger.fenced.append((dead.member_id, instance, dead.generation_id))
+        cluster.stop_member(name, leave=False)
+        cluster.add_member(next(names), config if instance is None else dataclasses.replace(
+            config, group_instance_id=instance))
 
 
 def _commit(cluster: SimCluster, name: str, ledger: CommitLedger) -> None:
@@ -158,6 +176,18 @@ def _commit(cluster: SimCluster, name: str, ledger: CommitLedger) -> None:
     if member.generation_id > 1:
         stale = _body(member.generation_id - 1, member.member_id, owned, offset + 1_000_000)
         cluster._send(CLIENT, node, ApiKey.OFFSET_COMMIT, COMMIT_VERSION, stale, stale_answered)
+    for member_id, instance, generation in ledger.fenced:
+        ghost = {**_body(generation, member_id, owned, offset + 2_000_000), "group_instance_id": instance}
+        cluster._send(CLIENT, node, ApiKey.OFFSET_COMMIT, COMMIT_VERSION, ghost,
+                      _refused(ledger, f"fenced member {member_id} ({instance}) committed"))
+
+
+def _refused(ledger: CommitLedger, what: str) -> Any:
+    def answered(response: Any) -> None:
+        if any(p.error_code == 0 for t in response.topics for p in t.partitions):
+            raise ledger.violation(what)
+        ledger.fenced_refused += 1
+    return answered
 
 
 def _body(generation: int, member_id: str, owned: list[TopicPartition], offset: int) -> dict[str, Any]:
@@ -190,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in [args.seed] if args.seed is not None else list(range(args.seeds)):
         with tempfile.TemporaryDirectory(prefix="kafkalab-commit-campaign-") as tmp:
             result = run(seed, Path(tmp), args.steps)
-        print(f"seed {seed}: {result.acknowledged} commits acknowledged, {result.stale_refused} stale refused, "
+        print(f"seed {seed}: {result.acknowledged} commits acknowledged, {result.stale_refused} stale and {result.fenced_refused} fenced refused, "
               f"{result.failovers} crash actions, {dict(result.actions)}")
     return 0
 

@@ -1,4 +1,4 @@
-"""The committed-offsets campaign: stale generations never commit, and acknowledged commits
+"""The committed-offsets campaign: stale generations and fenced instances never commit, and acknowledged commits
 survive coordinator crashes on RF=3 ``__consumer_offsets``. The checks would fail if a commit
 were acknowledged before the ISR had it, or if a new coordinator did not load the group."""
 
@@ -13,7 +13,8 @@ from kafkalab.sim.commit_campaign import run
 
 def test_commits_survive_coordinator_crashes_and_stale_generations_are_refused(tmp_path: Path) -> None:
     result = run(1, tmp_path)
-    assert result.acknowledged > 0 and result.stale_refused > 0 and result.actions["crash"] > 0
+    assert result.acknowledged > 0 and result.stale_refused > 0 and result.fenced_refused > 0
+    assert result.actions["crash"] > 0
 
 
 @pytest.mark.slow
