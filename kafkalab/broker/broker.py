@@ -285,8 +285,8 @@ class Broker:
         load_partition(coordinator, partition, self.group_log.replay_partition(partition), now_ms)
 
     def _unload_groups(self, partition: int) -> None:
+        unload_partition(self.group_coordinator, partition)  # first: failed writes then find no group
         self.group_log.abandon(partition)
-        unload_partition(self.group_coordinator, partition)
 
     def _high_watermark_moved(self, topic: str, partition: int) -> None:
         """Kafka's ``tryCompleteDelayedRequests``: a moved HW may complete acks=all produces and

@@ -9,7 +9,8 @@ One rebalance, as Kafka's ``GroupMetadataManager`` runs it for classic groups::
                                      InitialDelayedJoin(group.initial.rebalance.delay.ms)
     c2: JoinGroup ... parked     --> the delay runs out: generation 1, CompletingRebalance;
                                      every parked JoinGroup is answered; the leader gets members
-    c1 (leader): SyncGroup(assignments) --> group metadata appended; Stable; both answered
+    c1 (leader): SyncGroup(assignments) --> group metadata appended; once the ISR has it
+                                     (acks=all): Stable; both answered
     c2: SyncGroup                --> answered with its assignment (parked until the leader's)
     Heartbeat every heartbeat.interval.ms; each replaces the member's DelayedHeartbeat
 
@@ -357,12 +358,29 @@ class GroupCoordinator:
         return None
 
     def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
+        """Store the leader's assignment; once the log has committed it (acks=all), the group is
+        Stable and every waiting SyncGroup is answered. If the write fails, Kafka's
+        ``resetAndPropagateAssignmentWithError``: every waiting member gets the error and the
+        group rebalances."""
         for member in group.members.values():
             member.assignment = assignments.get(member.member_id, b"")
-        self._append_group_metadata(group)
-        group.transition(GroupEvent.ASSIGNMENT_RECEIVED, self.now_ms)
-        for member in group.members.values():
-            self._answer_sync(member, self._sync_result(group, member))
+        generation = group.generation_id
+        offset = self._append_group_metadata(group)
+
+        def stored(error: int) -> None:
+            if group.generation_id != generation or not group.is_in(S.COMPLETING_REBALANCE):
+                return  # the group moved on (or was unloaded) while the write replicated
+            if error:
+                for member in group.members.values():
+                    member.assignment = b""
+                    self._answer_sync(member, SyncResult(error))
+                self._prepare_rebalance(group, f"error {error} storing the assignment of generation {generation}")
+                return
+            group.transition(GroupEvent.ASSIGNMENT_RECEIVED, self.now_ms)
+            for member in group.members.values():
+                self._answer_sync(member, self._sync_result(group, member))
+
+        self.log.when_committed(self.partition_of(group.group_id), offset, stored)
 
     def _sync_result(self, group: ClassicGroup, member: Member) -> SyncResult:
         return SyncResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment)
@@ -499,7 +517,8 @@ class GroupCoordinator:
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.settings.offsets_partitions)
 
-    def _append_group_metadata(self, group: ClassicGroup) -> None:
+    def _append_group_metadata(self, group: ClassicGroup) -> int:
+        """Write the group's GroupMetadata record; the offset it landed at."""
         protocol = group.protocol_name
         members = tuple(
             MemberMetadata(member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -511,8 +530,8 @@ class GroupCoordinator:
         value = GroupMetadataValue(protocol_type=group.protocol_type or "", generation=group.generation_id,
                                    protocol=protocol, leader=group.leader_id,
                                    current_state_timestamp=self.now_ms, members=members)
-        self.log.append(self.partition_of(group.group_id),
-                        [(group_metadata_key(group.group_id), group_metadata_value(value))], self.now_ms)
+        return self.log.append(self.partition_of(group.group_id),
+                               [(group_metadata_key(group.group_id), group_metadata_value(value))], self.now_ms)
 
     # --- groups as a whole: list, describe, delete, expire, load --------------------------
 

@@ -110,3 +110,26 @@ def test_members_follow_the_coordinator_to_the_new_leader_and_commits_survive(si
     group = sim.nodes[new].broker.group_coordinator.groups[GROUP]
     assert group.generation_id >= generation and len(group.members) == 3
     assert sorted(tp for m in sim.members.values() for tp in m.owned) == [("orders", p) for p in range(6)]
+
+
+def test_sync_group_is_answered_only_once_the_isr_has_the_assignment(sim: SimCluster) -> None:
+    find(sim, 1)
+    leader = sim.leader(OFFSETS_TOPIC, partition_for(GROUP))
+    join = {"group_id": GROUP, "session_timeout_ms": 60_000, "rebalance_timeout_ms": 60_000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
+    member_id = call(sim, leader, ApiKey.JOIN_GROUP, 5, join).member_id  # MEMBER_ID_REQUIRED
+    joined = call(sim, leader, ApiKey.JOIN_GROUP, 5, {**join, "member_id": member_id})
+    assert (joined.error_code, joined.generation_id) == (0, 1)
+    sim.network.isolate(leader, [n for n in sim.nodes if n != leader])
+    sync = {"group_id": GROUP, "generation_id": 1, "member_id": member_id,
+            "assignments": [{"member_id": member_id, "assignment": b"A"}]}
+    start = sim.clock.milliseconds()
+    answer = call(sim, leader, ApiKey.SYNC_GROUP, 3, sync)
+    assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and sim.clock.milliseconds() - start >= 5_000
+    assert sim.nodes[leader].broker.group_coordinator.groups[GROUP].state.value == "PreparingRebalance"
+    sim.network.heal()
+    sim.run_for(31_000)  # the followers' lost fetches time out (30 s) and they fetch again
+    rejoined = call(sim, leader, ApiKey.JOIN_GROUP, 5, {**join, "member_id": member_id})
+    assert (rejoined.error_code, rejoined.generation_id) == (0, 2)
+    answer = call(sim, leader, ApiKey.SYNC_GROUP, 3, {**sync, "generation_id": 2})
+    assert (answer.error_code, answer.assignment) == (0, b"A")
