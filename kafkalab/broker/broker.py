@@ -135,7 +135,7 @@ class Broker:
         self.group_log = BrokerCoordinatorLog(
             self, group_settings.offsets_partitions, _broker_int(config_store, node, "offsets.topic.segment.bytes"),
             internal_topic_replication_factor(_broker_int(config_store, node, "offsets.topic.replication.factor"),
-                                              len(self.controller.image.brokers), lone_broker=self.lone),
+                                              lone_broker=self.lone),
             _broker_int(config_store, node, "offsets.commit.timeout.ms"))
         self.group_coordinator = GroupCoordinator(group_settings, self.group_log, timer, rng, clock_ms)
         self.group_partitions = CoordinatorPartitions(OFFSETS_TOPIC, self._load_groups, self._unload_groups)

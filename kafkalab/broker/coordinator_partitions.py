@@ -59,7 +59,7 @@ def coordinator_of(image: MetadataImage, topic: str, partition: int) -> Coordina
     return CoordinatorAnswer(ErrorCode.NONE, leader.broker_id, leader.host, leader.port)
 
 
-def internal_topic_replication_factor(configured: int, live_brokers: int, *, lone_broker: bool) -> int:
+def internal_topic_replication_factor(configured: int, *, lone_broker: bool) -> int:
     """The replication factor an internal topic is created with. A cluster uses the configured
     value and refuses to create the topic with fewer live brokers (the controller answers
     INVALID_REPLICATION_FACTOR and FindCoordinator stays COORDINATOR_NOT_AVAILABLE until enough
