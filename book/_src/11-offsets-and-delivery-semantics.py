@@ -175,9 +175,10 @@ for line in out.getvalue().splitlines():
 # ## The coordinator dies; the commits do not
 # We kill the coordinator's broker. The controller fences it after `broker.session.timeout.ms`
 # and makes another replica leader of the partition; that broker, on becoming leader, **loads**
-# the partition: it replays the log it replicated into memory (Kafka's `onElection`). While it
-# loads it answers COORDINATOR_LOAD_IN_PROGRESS; any other broker answers NOT_COORDINATOR, and
-# clients ask FindCoordinator again.
+# the partition: it replays the log it replicated into memory (Kafka's `onElection`). Kafka's
+# broker answers COORDINATOR_LOAD_IN_PROGRESS while it loads (kafkalab's load finishes inside the
+# leadership change, so no request sees that here); any other broker answers NOT_COORDINATOR,
+# and clients ask FindCoordinator again.
 
 # %%
 print("coordinator before:", coordinator)
