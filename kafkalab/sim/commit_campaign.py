@@ -14,6 +14,8 @@ action     what happens
 commit     a Stable member commits the partitions it owns at its generation, with a new,
            larger offset; the same member also sends a commit one generation too old
 crash      the group coordinator's broker dies (while all three run)
+ack-crash  a commit, and the coordinator's broker dies the moment its acknowledgement
+           arrives -- the race an acks=1 coordinator would lose
 restart    a dead broker starts again on its directory
 kill       a member dies silently; a new one joins in its place (with the same instance id, if
            the dead one was static: that fences the dead one's member id)
@@ -63,7 +65,7 @@ from kafkalab.sim.network import LinkFaults
 GROUP, TOPIC, PARTITIONS = "campaign", "orders", 6
 STEPS_DEFAULT = 30
 FAULTS = LinkFaults(delay_min_ms=1, delay_max_ms=10)
-ACTIONS = ("commit", "commit", "commit", "crash", "restart", "kill", "wait", "wait")
+ACTIONS = ("commit", "commit", "commit", "ack-crash", "crash", "restart", "kill", "wait", "wait")
 COMMIT_VERSION = 8
 STATIC_INSTANCE = "static-0"
 SETTLE_MS = 40_000  # at the end: brokers fenced, leaders elected, members rejoined
@@ -132,10 +134,10 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> CommitRunResul
 def _act(cluster: SimCluster, rng: random.Random, action: str, config: MemberConfig, names: Any,
          ledger: CommitLedger) -> None:
     alive = [n for n, node in cluster.nodes.items() if node.alive]
-    if action == "commit":
+    if action in ("commit", "ack-crash"):
         stable = sorted(n for n, m in cluster.members.items() if m.state is MemberState.STABLE and m.owned)
         if stable:
-            _commit(cluster, rng.choice(stable), ledger)
+            _commit(cluster, rng.choice(stable), ledger, crash_on_ack=action == "ack-crash")
     elif action == "crash" and len(alive) == len(cluster.nodes):
         leader = cluster.leader(OFFSETS_TOPIC, partition_for(GROUP))
         if leader in alive:
@@ -153,7 +155,7 @@ def _act(cluster: SimCluster, rng: random.Random, action: str, config: MemberCon
             config, group_instance_id=instance))
 
 
-def _commit(cluster: SimCluster, name: str, ledger: CommitLedger) -> None:
+def _commit(cluster: SimCluster, name: str, ledger: CommitLedger, *, crash_on_ack: bool = False) -> None:
     member = cluster.members[name]
     assert member.coordinator is not None
     owned = sorted(member.owned)
@@ -165,6 +167,8 @@ def _commit(cluster: SimCluster, name: str, ledger: CommitLedger) -> None:
             ledger.acked += 1
             for tp in owned:
                 ledger.acknowledged[tp] = max(ledger.acknowledged.get(tp, -1), offset)
+            if crash_on_ack and all(n.alive for n in cluster.nodes.values()):
+                cluster.crash(node)
 
     def stale_answered(response: Any) -> None:
         if any(p.error_code == 0 for t in response.topics for p in t.partitions):
