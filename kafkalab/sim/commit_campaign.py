@@ -224,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in [args.seed] if args.seed is not None else list(range(args.seeds)):
         with tempfile.TemporaryDirectory(prefix="kafkalab-commit-campaign-") as tmp:
             result = run(seed, Path(tmp), args.steps)
-        print(f"seed {seed}: {result.acknowledged} commits acknowledged, {result.stale_refused} stale and {result.fenced_refused} fenced refused, "
-              f"{result.failovers} crash actions, {dict(result.actions)}")
+        print(f"seed {seed}: {result.acknowledged} commits acknowledged, {result.stale_refused} stale and "
+              f"{result.fenced_refused} fenced refused, {result.failovers} crash actions, {dict(result.actions)}")
     return 0
 
 
