@@ -9,8 +9,7 @@ One rebalance, as Kafka's ``GroupMetadataManager`` runs it for classic groups::
                                      InitialDelayedJoin(group.initial.rebalance.delay.ms)
     c2: JoinGroup ... parked     --> the delay runs out: generation 1, CompletingRebalance;
                                      every parked JoinGroup is answered; the leader gets members
-    c1 (leader): SyncGroup(assignments) --> group metadata appended; once the ISR has it
-                                     (acks=all): Stable; both answered
+    c1 (leader): SyncGroup(assignments) --> group metadata committed (acks=all); Stable; answered
     c2: SyncGroup                --> answered with its assignment (parked until the leader's)
     Heartbeat every heartbeat.interval.ms; each replaces the member's DelayedHeartbeat
 
@@ -117,8 +116,7 @@ class GroupCoordinator:
         self.rebalance_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Rebalance", timer=timer)
         self.heartbeat_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Heartbeat", timer=timer)
         self.now_ms = 0  # the latest time a request or timer event brought
-        # Does this node coordinate that __consumer_offsets partition now? NONE, else the error
-        # to answer: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS. Alone, it coordinates all.
+        # NONE if this node coordinates that __consumer_offsets partition now, else the error.
         self.partition_error: Callable[[int], int] = lambda partition: E.NONE
 
     def coordinator_error(self, group_id: str) -> int:
@@ -196,9 +194,27 @@ class GroupCoordinator:
         if group.is_in(S.STABLE) and unchanged and group.leader_id != new_id:
             member.join_callback = None
             self._schedule_heartbeat(group, new_id, member.session_timeout_ms)
-            return self._join_result(group, member, with_members=False)
+            return self._store_static_rejoin(group, member, instance_id, old_id, respond)
         self._prepare_rebalance(group, f"static member {instance_id} rejoined")
         return None
+
+    def _store_static_rejoin(self, group: ClassicGroup, member: Member, instance_id: str, old_id: str,
+                             respond: Respond) -> JoinResult | None:
+        """Persist the new member id first, so a new coordinator fences the old one too; a failed
+        write restores the old id and answers the error, as Kafka does."""
+        answers: list[JoinResult] = []
+        later = [False]  # True once this call has returned None: answer through respond
+
+        def stored(error: int) -> None:
+            if error and group.static_members.get(instance_id) == member.member_id:
+                group.replace_static_member(instance_id, member.member_id, old_id)
+            result = (JoinResult(error, member_id=member.member_id) if error
+                      else self._join_result(group, member, with_members=False))
+            respond(result) if later[0] else answers.append(result)
+
+        self.log.when_committed(self.partition_of(group.group_id), self._append_group_metadata(group), stored)
+        later[0] = not answers
+        return answers[0] if answers else None
 
     def _join_known_member(self, group: ClassicGroup, request: JoinRequest, respond: Respond) -> JoinResult | None:
         member_id = request.member_id
@@ -358,10 +374,8 @@ class GroupCoordinator:
         return None
 
     def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
-        """Store the leader's assignment; once the log has committed it (acks=all), the group is
-        Stable and every waiting SyncGroup is answered. If the write fails, Kafka's
-        ``resetAndPropagateAssignmentWithError``: every waiting member gets the error and the
-        group rebalances."""
+        """Store the assignment; once committed (acks=all) the group is Stable and every SyncGroup
+        answered. A failed write answers the error to all and rebalances (as Kafka does)."""
         for member in group.members.values():
             member.assignment = assignments.get(member.member_id, b"")
         generation = group.generation_id

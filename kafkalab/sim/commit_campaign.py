@@ -26,9 +26,10 @@ Two promises are checked:
 
 * **a stale generation can never commit**: every commit sent with an old generation is
   refused (ILLEGAL_GENERATION, or an error of a coordinator that does not know the member);
-* **a fenced instance can never commit**: every commit action also replays the last commit of
-  each dead static member (its member id, instance id and generation); each must be refused
-  (FENCED_INSTANCE_ID once its replacement joined);
+* **a fenced instance can never commit**: once a dead static member's replacement (same
+  instance id) has joined, every commit action also replays the dead one's commit (its member
+  id, instance id and generation); each must be refused (FENCED_INSTANCE_ID). Before the
+  replacement joins, the old member id is still the instance's and may commit -- in Kafka too;
 * **an acknowledged commit is never lost**: at the end every broker runs again, and for every
   partition the offset the group's coordinator returns is at least the largest acknowledged one
   -- through coordinator failovers, since ``__consumer_offsets`` has three replicas and a commit
@@ -73,13 +74,24 @@ TopicPartition = tuple[str, int]
 
 
 @dataclass(slots=True)
+class Ghost:
+    """A dead static member; fenced once ``replacement`` (its successor's name) has joined."""
+
+    member_id: str
+    instance: str
+    generation: int
+    replacement: str
+    fenced: bool = False
+
+
+@dataclass(slots=True)
 class CommitLedger:
     """What was acknowledged; what must never be. Not thread-safe; owned by one run."""
 
     seed: int
     acknowledged: dict[TopicPartition, int] = field(default_factory=dict)
     next_offset: int = 1
-    fenced: list[tuple[str, str, int]] = field(default_factory=list)  # dead static members
+    fenced: list[Ghost] = field(default_factory=list)  # dead static members
     stale_refused: int = 0
     fenced_refused: int = 0
     acked: int = 0
@@ -148,10 +160,11 @@ def _act(cluster: SimCluster, rng: random.Random, action: str, config: MemberCon
         name = rng.choice(sorted(cluster.members))
         dead = cluster.members[name]
         instance = dead.config.group_instance_id
+        successor = next(names)
         if instance is not None and dead.member_id:
-            ledger.fenced.append((dead.member_id, instance, dead.generation_id))
+            ledger.fenced.append(Ghost(dead.member_id, instance, dead.generation_id, successor))
         cluster.stop_member(name, leave=False)
-        cluster.add_member(next(names), config if instance is None else dataclasses.replace(
+        cluster.add_member(successor, config if instance is None else dataclasses.replace(
             config, group_instance_id=instance))
 
 
@@ -180,10 +193,15 @@ def _commit(cluster: SimCluster, name: str, ledger: CommitLedger, *, crash_on_ac
     if member.generation_id > 1:
         stale = _body(member.generation_id - 1, member.member_id, owned, offset + 1_000_000)
         cluster._send(CLIENT, node, ApiKey.OFFSET_COMMIT, COMMIT_VERSION, stale, stale_answered)
-    for member_id, instance, generation in ledger.fenced:
-        ghost = {**_body(generation, member_id, owned, offset + 2_000_000), "group_instance_id": instance}
-        cluster._send(CLIENT, node, ApiKey.OFFSET_COMMIT, COMMIT_VERSION, ghost,
-                      _refused(ledger, f"fenced member {member_id} ({instance}) committed"))
+    for ghost in ledger.fenced:
+        successor = cluster.members.get(ghost.replacement)
+        ghost.fenced = ghost.fenced or (successor is not None and successor.state is MemberState.STABLE)
+        if not ghost.fenced:
+            continue
+        body = {**_body(ghost.generation, ghost.member_id, owned, offset + 2_000_000),
+                "group_instance_id": ghost.instance}
+        cluster._send(CLIENT, node, ApiKey.OFFSET_COMMIT, COMMIT_VERSION, body,
+                      _refused(ledger, f"fenced member {ghost.member_id} ({ghost.instance}) committed"))
 
 
 def _refused(ledger: CommitLedger, what: str) -> Any:
