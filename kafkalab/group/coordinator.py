@@ -116,11 +116,10 @@ class GroupCoordinator:
         self.rebalance_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Rebalance", timer=timer)
         self.heartbeat_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory("Heartbeat", timer=timer)
         self.now_ms = 0  # the latest time a request or timer event brought
-        # NONE if this node coordinates that __consumer_offsets partition now, else the error.
-        self.partition_error: Callable[[int], int] = lambda partition: E.NONE
+        self.partition_error: Callable[[int], int] = lambda partition: E.NONE  # set by the broker
 
     def coordinator_error(self, group_id: str) -> int:
-        """NONE if this node coordinates ``group_id``; else the error every request gets."""
+        """NONE if this node leads and has loaded ``group_id``'s partition; else the error to answer."""
         return self.partition_error(self.partition_of(group_id))
 
     def _timer_fired(self) -> None:
