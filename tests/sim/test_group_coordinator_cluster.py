@@ -133,3 +133,29 @@ def test_sync_group_is_answered_only_once_the_isr_has_the_assignment(sim: SimClu
     assert (rejoined.error_code, rejoined.generation_id) == (0, 2)
     answer = call(sim, leader, ApiKey.SYNC_GROUP, 3, {**sync, "generation_id": 2})
     assert (answer.error_code, answer.assignment) == (0, b"A")
+
+
+def test_a_fenced_static_member_stays_fenced_on_the_new_coordinator(sim: SimCluster) -> None:
+    config = MemberConfig(GROUP, ("orders",), session_timeout_ms=30_000, heartbeat_interval_ms=1_000,
+                          rebalance_timeout_ms=10_000)
+    static = MemberConfig(GROUP, ("orders",), session_timeout_ms=30_000, heartbeat_interval_ms=1_000,
+                          rebalance_timeout_ms=10_000, group_instance_id="s")
+    sim.add_member("leader", config)
+    sim.run_for(2_000)
+    sim.add_member("s1", static)
+    assert sim.run_until(lambda: all(m.state is MemberState.STABLE and m.owned for m in sim.members.values()), 60_000)
+    old = sim.members["s1"]
+    old_id, generation = old.member_id, old.generation_id
+    sim.stop_member("s1", leave=False)
+    sim.add_member("s2", static)  # same instance id, empty member id: takes s1's place at once
+    assert sim.run_until(lambda: sim.members["s2"].state is MemberState.STABLE, 60_000)
+    assert sim.members["s2"].generation_id == generation  # no rebalance: the old id was replaced
+    coordinator = sim.leader(OFFSETS_TOPIC, partition_for(GROUP))
+    sim.crash(coordinator)
+    assert sim.run_until(lambda: sim.leader(OFFSETS_TOPIC, partition_for(GROUP)) not in (coordinator, -1), 30_000)
+    new = sim.leader(OFFSETS_TOPIC, partition_for(GROUP))
+    body = {"group_id": GROUP, "generation_id_or_member_epoch": generation, "member_id": old_id,
+            "group_instance_id": "s", "topics": [
+                {"name": "orders", "partitions": [{"partition_index": 0, "committed_offset": 1}]}]}
+    answer = call(sim, new, ApiKey.OFFSET_COMMIT, 8, body)
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.FENCED_INSTANCE_ID
