@@ -47,6 +47,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
+from kafkalab.broker.coordinator_partitions import CoordinatorPartitions, internal_topic_replication_factor
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
@@ -70,8 +71,8 @@ from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
 from kafkalab.group.consumer.coordinator import ConsumerGroupSettings
 from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
-from kafkalab.timer import Scheduler
-from kafkalab.txn.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnSettings
+from kafkalab.group.ownership import load_partition, unload_partition
+from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import (
     decode_request_body,
@@ -85,7 +86,8 @@ from kafkalab.purgatory import DelayedOperationPurgatory
 from kafkalab.replication.partition import ReplicationSettings
 from kafkalab.replication.replica_manager import ReplicaManager
 from kafkalab.storage.log_dir_failure import LogDirFailureChannel
-from kafkalab.timer import Timer
+from kafkalab.timer import Scheduler, Timer
+from kafkalab.txn.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnSettings
 
 OUTBOX_MAX = 100_000  # a bug guard: the adapter drains the outbox after every call
 BROKER_EPOCH = 0  # a lone broker registers once; KRaft gives each registration a new epoch
@@ -115,6 +117,9 @@ class Broker:
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", timer=timer, purge_interval=PRODUCE_PURGE_INTERVAL)
         registration = BrokerRegistration(settings.node_id, BROKER_EPOCH, settings.host, settings.port, settings.rack)
+        self.group_partitions: CoordinatorPartitions | None = None  # set once the coordinator exists
+        self.lone = controller is None
+        self._clock_ms = clock_ms
         self.replica_manager = ReplicaManager(
             settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
             on_high_watermark_moved=self._high_watermark_moved)
@@ -136,11 +141,20 @@ class Broker:
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
         self.client_hosts: dict[int, str] = {}  # by connection, filled in by the network adapter
         group_settings = _group_settings(config_store, str(settings.node_id))
-        self.offsets_log = BrokerCoordinatorLog(self, group_settings.offsets_partitions, _broker_int(
-            config_store, str(settings.node_id), "offsets.topic.segment.bytes"))
+        node = str(settings.node_id)
+        self.offsets_log = BrokerCoordinatorLog(
+            self, group_settings.offsets_partitions, _broker_int(config_store, node, "offsets.topic.segment.bytes"),
+            internal_topic_replication_factor(_broker_int(config_store, node, "offsets.topic.replication.factor"),
+                                              lone_broker=self.lone),
+            _broker_int(config_store, node, "offsets.commit.timeout.ms"))
         self.group_coordinator = GroupCoordinator(
             group_settings, self.offsets_log, timer, rng, clock_ms, topics=self._topic_metadata,
-            consumer_settings=_consumer_group_settings(config_store, str(settings.node_id), group_settings))
+            consumer_settings=_consumer_group_settings(config_store, node, group_settings))
+        self.group_partitions = CoordinatorPartitions(OFFSETS_TOPIC, self._load_groups, self._unload_groups)
+        self.group_coordinator.partition_error = self._group_partition_error
+        self.group_partitions.follow([(OFFSETS_TOPIC, hosted.partition.partition)
+                                      for hosted in self.replica_manager
+                                      if hosted.partition.topic == OFFSETS_TOPIC and hosted.partition.is_leader], ())
         self.txn_coordinator = self._transaction_coordinator(clock_ms or timer.now_ms)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
@@ -263,8 +277,11 @@ class Broker:
             state_partitions=_broker_int(self.config_store, node, "transaction.state.log.num.partitions"),
             max_timeout_ms=_broker_int(self.config_store, node, "transaction.max.timeout.ms"),
             transactional_id_expiration_ms=_broker_int(self.config_store, node, "transactional.id.expiration.ms"))
-        log = BrokerCoordinatorLog(self, txn_settings.state_partitions, _broker_int(
-            self.config_store, node, "transaction.state.log.segment.bytes"), topic=TRANSACTION_STATE_TOPIC)
+        log = BrokerCoordinatorLog(
+            self, txn_settings.state_partitions, _broker_int(self.config_store, node, "transaction.state.log.segment.bytes"),
+            internal_topic_replication_factor(
+                _broker_int(self.config_store, node, "transaction.state.log.replication.factor"), lone_broker=self.lone),
+            topic=TRANSACTION_STATE_TOPIC)
         return TransactionCoordinator(txn_settings, log, InProcessMarkerChannel(self, clock_ms),
                                       lambda: producer_id.next_producer_id(self),
                                       Scheduler(self.timer), clock_ms, owns_partition=self._leads_transaction_state)
@@ -284,7 +301,31 @@ class Broker:
 
     def _apply_image(self, image: MetadataImage) -> None:
         """Follow the controller: lead, follow or drop partitions as the new image says."""
-        self.replica_manager.apply_image(image, self.timer.now_ms())
+        applied = self.replica_manager.apply_image(image, self.timer.now_ms())
+        if self.group_partitions is not None:
+            self.group_partitions.follow(applied.became_leader, (*applied.became_follower, *applied.stopped))
+
+    # --- the group coordinator follows the __consumer_offsets leaders -------------------------
+
+    def _group_partition_error(self, partition: int) -> int:
+        """NONE if this broker coordinates the groups of ``partition`` now. A lone broker also
+        before ``__consumer_offsets`` exists: it will lead every partition its first write
+        creates."""
+        assert self.group_partitions is not None
+        if self.lone and self.controller.image.topics.get(OFFSETS_TOPIC) is None:
+            return 0
+        return self.group_partitions.error_for(partition)
+
+    def _load_groups(self, partition: int) -> None:
+        coordinator = self.group_coordinator
+        now_ms = coordinator.now_ms if self._clock_ms is None else self._clock_ms()
+        load_partition(coordinator, partition, self.offsets_log.replay_partition(partition), now_ms)
+        coordinator.offsets.load_pending(self.offsets_log.open_transactions())  # undecided TxnOffsetCommits
+        coordinator.consumer.after_load()
+
+    def _unload_groups(self, partition: int) -> None:
+        unload_partition(self.group_coordinator, partition)  # first: failed writes then find no group
+        self.offsets_log.abandon(partition)
 
     def _topic_metadata(self, name: str) -> tuple[uuid.UUID, int] | None:
         """(topic id, partition count) for the consumer group coordinator's assignors."""
@@ -295,6 +336,8 @@ class Broker:
         """Kafka's ``tryCompleteDelayedRequests``: a moved HW may complete acks=all produces and
         fetches waiting for bytes that are now committed."""
         key = (topic, partition)
+        if topic == OFFSETS_TOPIC:
+            self.offsets_log.high_watermark_moved(partition)
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
 

@@ -73,8 +73,7 @@ def open_broker(
     expiration_ms = dynamic_broker_int(config_store.layers, str(settings.node_id), "producer.id.expiration.ms")
     broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds, expiration_ms,
                                        on_error=broker.on_storage_error)
-    coordinator = broker.group_coordinator
-    coordinator.load(clock.milliseconds())
+    coordinator = broker.group_coordinator  # loaded as it was elected for each partition it leads
     expiry_ms = broker_value(config_store.layers(), str(settings.node_id), "offsets.retention.check.interval.ms")
     assert isinstance(expiry_ms, int)
     broker.housekeeping.tasks["delete-expired-group-metadata"] = PeriodicTask(

@@ -9,7 +9,7 @@ One rebalance, as Kafka's ``GroupMetadataManager`` runs it for classic groups::
                                      InitialDelayedJoin(group.initial.rebalance.delay.ms)
     c2: JoinGroup ... parked     --> the delay runs out: generation 1, CompletingRebalance;
                                      every parked JoinGroup is answered; the leader gets members
-    c1 (leader): SyncGroup(assignments) --> group metadata appended; Stable; both answered
+    c1 (leader): SyncGroup(assignments) --> group metadata committed (acks=all); Stable; answered
     c2: SyncGroup                --> answered with its assignment (parked until the leader's)
     Heartbeat every heartbeat.interval.ms; each replaces the member's DelayedHeartbeat
 
@@ -122,6 +122,11 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupCoordinator(
             consumer_settings or ConsumerGroupSettings(offsets_partitions=settings.offsets_partitions),
             log, timer, rng, topics or (lambda name: None), classic=self)
+        self.partition_error: Callable[[int], int] = lambda partition: E.NONE  # set by the broker
+
+    def coordinator_error(self, group_id: str) -> int:
+        """NONE if this node leads and has loaded ``group_id``'s partition; else the error to answer."""
+        return self.partition_error(self.partition_of(group_id))
 
     def _timer_fired(self) -> None:
         if self._clock_ms is not None:
@@ -139,7 +144,7 @@ class GroupCoordinator:
     def join_group(self, request: JoinRequest, now_ms: int, respond: Respond) -> JoinResult | None:
         """Answer now (a JoinResult) or later through ``respond`` (None)."""
         self.now_ms = now_ms
-        error = self._check_join(request)
+        error = self.coordinator_error(request.group_id) or self._check_join(request)
         if error:
             return JoinResult(error, member_id=request.member_id)
         consumer_group = self.consumer.groups.get(request.group_id)
@@ -200,9 +205,27 @@ class GroupCoordinator:
         if group.is_in(S.STABLE) and unchanged and group.leader_id != new_id:
             member.join_callback = None
             self._schedule_heartbeat(group, new_id, member.session_timeout_ms)
-            return self._join_result(group, member, with_members=False)
+            return self._store_static_rejoin(group, member, instance_id, old_id, respond)
         self._prepare_rebalance(group, f"static member {instance_id} rejoined")
         return None
+
+    def _store_static_rejoin(self, group: ClassicGroup, member: Member, instance_id: str, old_id: str,
+                             respond: Respond) -> JoinResult | None:
+        """Persist the new member id first, so a new coordinator fences the old one too; a failed
+        write restores the old id and answers the error, as Kafka does."""
+        answers: list[JoinResult] = []
+        later = [False]  # True once this call has returned None: answer through respond
+
+        def stored(error: int) -> None:
+            if error and group.static_members.get(instance_id) == member.member_id:
+                group.replace_static_member(instance_id, member.member_id, old_id)
+            result = (JoinResult(error, member_id=member.member_id) if error
+                      else self._join_result(group, member, with_members=False))
+            respond(result) if later[0] else answers.append(result)
+
+        self.log.when_committed(self.partition_of(group.group_id), self._append_group_metadata(group), stored)
+        later[0] = not answers
+        return answers[0] if answers else None
 
     def _join_known_member(self, group: ClassicGroup, request: JoinRequest, respond: Respond) -> JoinResult | None:
         member_id = request.member_id
@@ -335,6 +358,8 @@ class GroupCoordinator:
                    assignments: Sequence[tuple[str, bytes]], now_ms: int, respond: Respond) -> SyncResult | None:
         self.now_ms = now_ms
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return SyncResult(self.coordinator_error(group_id))
         if group is None:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
         error = self.check_member(group, member_id, instance_id)
@@ -360,12 +385,27 @@ class GroupCoordinator:
         return None
 
     def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
+        """Store the assignment; once committed (acks=all) the group is Stable and every SyncGroup
+        answered. A failed write answers the error to all and rebalances (as Kafka does)."""
         for member in group.members.values():
             member.assignment = assignments.get(member.member_id, b"")
-        self._append_group_metadata(group)
-        group.transition(GroupEvent.ASSIGNMENT_RECEIVED, self.now_ms)
-        for member in group.members.values():
-            self._answer_sync(member, self._sync_result(group, member))
+        generation = group.generation_id
+        offset = self._append_group_metadata(group)
+
+        def stored(error: int) -> None:
+            if group.generation_id != generation or not group.is_in(S.COMPLETING_REBALANCE):
+                return  # the group moved on (or was unloaded) while the write replicated
+            if error:
+                for member in group.members.values():
+                    member.assignment = b""
+                    self._answer_sync(member, SyncResult(error))
+                self._prepare_rebalance(group, f"error {error} storing the assignment of generation {generation}")
+                return
+            group.transition(GroupEvent.ASSIGNMENT_RECEIVED, self.now_ms)
+            for member in group.members.values():
+                self._answer_sync(member, self._sync_result(group, member))
+
+        self.log.when_committed(self.partition_of(group.group_id), offset, stored)
 
     def _sync_result(self, group: ClassicGroup, member: Member) -> SyncResult:
         return SyncResult(E.NONE, group.protocol_type, group.protocol_name, member.assignment)
@@ -407,6 +447,8 @@ class GroupCoordinator:
                   now_ms: int) -> int:
         self.now_ms = now_ms
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return self.coordinator_error(group_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
         error = self.check_member(group, member_id, instance_id)
@@ -423,6 +465,8 @@ class GroupCoordinator:
         """One error code per (member id, instance id) leaving."""
         self.now_ms = now_ms
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return [self.coordinator_error(group_id) for _ in members]
         if group is None or group.is_in(S.DEAD):
             return [E.UNKNOWN_MEMBER_ID for _ in members]
         results: list[int] = []
@@ -498,7 +542,8 @@ class GroupCoordinator:
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.settings.offsets_partitions)
 
-    def _append_group_metadata(self, group: ClassicGroup) -> None:
+    def _append_group_metadata(self, group: ClassicGroup) -> int:
+        """Write the group's GroupMetadata record; the offset it landed at."""
         protocol = group.protocol_name
         members = tuple(
             MemberMetadata(member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -510,8 +555,8 @@ class GroupCoordinator:
         value = GroupMetadataValue(protocol_type=group.protocol_type or "", generation=group.generation_id,
                                    protocol=protocol, leader=group.leader_id,
                                    current_state_timestamp=self.now_ms, members=members)
-        self.log.append(self.partition_of(group.group_id),
-                        [(group_metadata_key(group.group_id), group_metadata_value(value))], self.now_ms)
+        return self.log.append(self.partition_of(group.group_id),
+                               [(group_metadata_key(group.group_id), group_metadata_value(value))], self.now_ms)
 
     # --- groups as a whole: list, describe, delete, expire, load --------------------------
 
@@ -541,6 +586,8 @@ class GroupCoordinator:
                 self.offsets.delete_group_offsets(group_id, now_ms)
             return error
         group = self.groups.get(group_id)
+        if self.coordinator_error(group_id):
+            return self.coordinator_error(group_id)
         if group is None or group.is_in(S.DEAD):
             return E.GROUP_ID_NOT_FOUND
         if not group.is_in(S.EMPTY):

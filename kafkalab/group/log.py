@@ -4,8 +4,8 @@ The coordinator never touches a partition's log itself. It hands key/value pairs
 :class:`CoordinatorLog` and learns the offset they landed at; at start-up it asks the same
 object for every record of every partition and replays them. Today the broker implements this
 over its local log store (append as leader, high watermark = log end offset). A replica manager
-will implement it later, answering only once ``acks=all`` holds -- the coordinator's code does
-not change.
+implements it by waiting for ``acks=all``: :meth:`CoordinatorLog.when_committed` calls back once
+the high watermark passes the record.
 
 Worked example: a commit by group ``g`` (partition 12 of ``__consumer_offsets``) calls
 ``append(12, [(key, value)], now_ms=1000)``; the broker creates the topic if it is missing,
@@ -14,7 +14,7 @@ writes one v2 batch and returns its base offset, say 7.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 KeyValue = tuple[bytes, bytes | None]  # a None value is a tombstone
@@ -40,6 +40,11 @@ class CoordinatorLog(Protocol):
         has decided yet, in log order."""
         ...
 
+    def when_committed(self, partition: int, offset: int, callback: Callable[[int], None]) -> None:
+        """Call ``callback(error code)`` once ``offset`` of ``partition`` is committed (NONE),
+        or will never be by this node (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
+        ...
+
 
 class MemoryCoordinatorLog:
     """A list per partition: for tests and the simulation. Not thread-safe."""
@@ -53,6 +58,9 @@ class MemoryCoordinatorLog:
         base_offset = len(log)
         log.extend(records)
         return base_offset
+
+    def when_committed(self, partition: int, offset: int, callback: Callable[[int], None]) -> None:
+        callback(0)  # one copy: committed when appended
 
     def replay(self) -> Iterable[tuple[int, bytes, bytes | None]]:
         for partition, records in sorted(self.partitions.items()):

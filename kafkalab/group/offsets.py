@@ -13,7 +13,12 @@ A commit is checked against the group first (Kafka's ``ClassicGroup.validateOffs
 * a KIP-848 consumer group checks its member's epoch instead (``generation_id`` carries it,
   OffsetCommit v9+): STALE_MEMBER_EPOCH when it is not the member's current epoch.
 
-Accepted offsets are appended as one batch of OffsetCommit records, then applied in memory.
+Accepted offsets are appended as one batch of OffsetCommit records. The commit is answered --
+and the offsets applied in memory, so OffsetFetch shows them -- only once the log says the batch
+is committed: in a cluster, once every ISR replica of the ``__consumer_offsets`` partition has
+it (the coordinator appends with acks=all). If that fails the whole commit fails with the log's
+error: NOT_COORDINATOR when this broker lost the leadership meanwhile, COORDINATOR_NOT_AVAILABLE
+when ``offsets.commit.timeout.ms`` ran out (Kafka's ``handleOperationException`` mapping).
 Expiration (Kafka's ``OffsetExpirationConditionImpl``) runs every
 ``offsets.retention.check.interval.ms``: an offset expires ``offsets.retention.minutes`` after
 its base time -- its explicit expire timestamp if the commit had one (v2-v4
@@ -35,7 +40,7 @@ group ``g``, which is then gone from ListGroups.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -98,11 +103,14 @@ class OffsetStore:
         self.pending: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = {}
 
     def commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
-               commits: Sequence[OffsetCommit], retention_ms: int, api_version: int, now_ms: int) -> list[int]:
-        """One error code per commit, in order."""
+               commits: Sequence[OffsetCommit], retention_ms: int, api_version: int, now_ms: int,
+               respond: Callable[[list[int]], None] | None = None) -> list[int] | None:
+        """One error code per commit, in order -- now, or (None) later through ``respond`` once
+        the append is committed. Without ``respond`` the log must commit at once."""
         coordinator = self.coordinator
         coordinator.now_ms = now_ms
-        error = self._check_commit(group_id, generation_id, member_id, instance_id, api_version, now_ms)
+        error = coordinator.coordinator_error(group_id) or self._check_commit(
+            group_id, generation_id, member_id, instance_id, api_version, now_ms)
         if error:
             return [error] * len(commits)
         limit = coordinator.settings.offset_metadata_max_bytes
@@ -120,10 +128,27 @@ class OffsetStore:
                             offset_commit_value(_record(value))))
             accepted.append(((commit.topic, commit.partition), value))
             results.append(E.NONE)
-        if records:
-            coordinator.log.append(coordinator.partition_of(group_id), records, now_ms)
-            self.offsets.setdefault(group_id, {}).update(accepted)
-        return results
+        if not records:
+            return results
+        partition = coordinator.partition_of(group_id)
+        last_offset = coordinator.log.append(partition, records, now_ms) + len(records) - 1
+        answered: list[list[int]] = []
+
+        def committed(log_error: int) -> None:
+            if log_error:
+                final = [log_error if code == E.NONE else code for code in results]
+            else:
+                final = results
+                self.offsets.setdefault(group_id, {}).update(accepted)
+            if respond is None:
+                answered.append(final)
+            else:
+                respond(final)
+
+        coordinator.log.when_committed(partition, last_offset, committed)
+        if respond is None:
+            assert answered, "without a respond callback the log must commit at once"
+        return answered[0] if respond is None else None
 
     def txn_commit(self, group_id: str, producer: tuple[int, int], generation_id: int, member_id: str,
                    instance_id: str | None, commits: Sequence[OffsetCommit], now_ms: int) -> list[int]:
@@ -238,13 +263,15 @@ class OffsetStore:
               partitions: Sequence[TopicPartition] | None) -> list[tuple[TopicPartition, CommittedOffset | None]]:
         """The committed offset of each partition (None: never committed); ``partitions=None``
         means every partition the group has committed."""
-        committed = self.offsets.get(group_id, {})
+        committed = self.offsets.get(group_id, {})  # the caller checked coordinator_error
         if partitions is None:
             return sorted(committed.items())
         return [(tp, committed.get(tp)) for tp in partitions]
 
     def delete(self, group_id: str, partitions: Sequence[TopicPartition], now_ms: int) -> tuple[int, list[int]]:
         """OffsetDelete: (group error, per-partition errors)."""
+        if self.coordinator.coordinator_error(group_id):
+            return self.coordinator.coordinator_error(group_id), []
         consumer_group = self.coordinator.consumer.groups.get(group_id)
         group = self.coordinator.groups.get(group_id)
         if consumer_group is not None:  # KIP-848: the members' subscriptions, read directly

@@ -103,7 +103,10 @@ class SimCluster:
                  properties: dict[str, str] | None = None) -> None:
         self.seed = seed
         self.data_dir = Path(data_dir)
-        self.properties = properties or {}
+        # Like Kafka's example single-node server.properties, a cluster smaller than the default
+        # offsets.topic.replication.factor (3) is configured to its size; the brokers refuse to
+        # create __consumer_offsets while fewer brokers are registered than the factor says.
+        self.properties = {"offsets.topic.replication.factor": str(min(nodes, 3)), **(properties or {})}
         rng = self._rng = random.Random(seed)
         self.clock = ManualClock(now_ms=START_MS)
         self.network = Network(random.Random(rng.getrandbits(64)), faults or LinkFaults())

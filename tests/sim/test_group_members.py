@@ -3,8 +3,8 @@ real coordinator (the broker's), so these check the member and the coordinator a
 over Kafka's wire format. Independent oracles are in tests/interop (real clients in one group
 with kafkalab's member) and tests/client/membership (kafka-python's ConsumerProtocol codec).
 
-One broker: in a multi-broker simulation the coordinator would have to be the leader of the
-group's ``__consumer_offsets`` partition, which FindCoordinator does not answer yet."""
+One broker here; tests/sim/test_group_coordinator_cluster.py runs groups on three, where the
+coordinator is the leader of the group's ``__consumer_offsets`` partition."""
 
 from __future__ import annotations
 

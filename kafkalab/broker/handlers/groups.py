@@ -6,6 +6,10 @@ assignment): the coordinator then keeps the ``respond`` callback given here and 
 returns PENDING, as a parked fetch does. The connection sends nothing else meanwhile (one
 request in flight per connection); other connections carry on.
 
+FindCoordinator for a group names the leader of the group's ``__consumer_offsets`` partition
+(:mod:`kafkalab.broker.coordinator_partitions`), creating the topic first if it is missing; a
+broker that does not coordinate a group answers its requests NOT_COORDINATOR.
+
 Worked example: kafka-python's JoinGroup v5 for a new group returns PENDING; three seconds later
 (``group.initial.rebalance.delay.ms``) the coordinator completes the join and the callback puts
 the JoinGroup response on the connection's outbox.
@@ -16,10 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.broker.coordinator_partitions import CoordinatorAnswer, coordinator_of
 from kafkalab.broker.handlers.txn import transaction_coordinator
 from kafkalab.broker.request import PENDING, Request
+from kafkalab.broker.topics import TopicError
 from kafkalab.errors import ErrorCode
 from kafkalab.group.coordinator import JoinRequest, JoinResult, SyncResult
+from kafkalab.group.partitioner import OFFSETS_TOPIC
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.find_coordinator import FIND_COORDINATOR_RESPONSE
 from kafkalab.protocol.messages.group_admin import (
@@ -45,7 +52,6 @@ _FC = FIND_COORDINATOR_RESPONSE.cls
 
 def handle_find_coordinator(broker: Broker, request: Request) -> Any:
     body = request.body
-    settings = broker.settings
     if request.header.api_version >= BATCHED_FIND_COORDINATOR_VERSION:
         keys = body.coordinator_keys
     else:
@@ -54,9 +60,10 @@ def handle_find_coordinator(broker: Broker, request: Request) -> Any:
     for key in keys:
         if body.key_type == TRANSACTION_KEY_TYPE and key:
             answers.append(_FC.Coordinator(key=key, **transaction_coordinator(broker, key)))
-        elif body.key_type == GROUP_KEY_TYPE:  # a lone broker leads every __consumer_offsets partition
-            answers.append(_FC.Coordinator(key=key, node_id=settings.node_id, host=settings.host,
-                                           port=settings.port, error_code=0))
+        elif body.key_type == GROUP_KEY_TYPE:
+            found = group_coordinator_of(broker, key)
+            answers.append(_FC.Coordinator(key=key, node_id=found.node_id, host=found.host, port=found.port,
+                                           error_code=found.error_code))
         else:
             answers.append(_FC.Coordinator(key=key, node_id=-1, host="", port=-1,
                                            error_code=ErrorCode.INVALID_REQUEST,
@@ -66,6 +73,17 @@ def handle_find_coordinator(broker: Broker, request: Request) -> Any:
     one = answers[0]
     return _FC(error_code=one.error_code, error_message=one.error_message, node_id=one.node_id,
                host=one.host, port=one.port)
+
+
+def group_coordinator_of(broker: Broker, group_id: str) -> CoordinatorAnswer:
+    """The leader of the group's ``__consumer_offsets`` partition. The topic is created first
+    if missing, as Kafka's FindCoordinator does; while it cannot be (too few brokers for
+    ``offsets.topic.replication.factor``) the answer is COORDINATOR_NOT_AVAILABLE."""
+    try:
+        broker.offsets_log.ensure_topic()
+    except TopicError:
+        return CoordinatorAnswer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return coordinator_of(broker.controller.image, OFFSETS_TOPIC, broker.group_coordinator.partition_of(group_id))
 
 
 def _responder(broker: Broker, request: Request, encode: Any) -> Any:
@@ -154,6 +172,9 @@ def handle_describe_groups(broker: Broker, request: Request) -> Any:
 
 def _describe(broker: Broker, group_id: str, version: int) -> Any:
     described = DESCRIBE_GROUPS_RESPONSE.cls.DescribedGroup
+    error = broker.group_coordinator.coordinator_error(group_id)
+    if error:
+        return described(error_code=error, group_id=group_id, group_state="")
     group = broker.group_coordinator.describe_group(group_id)
     if group is None:  # Kafka: a Dead group, and from v6 GROUP_ID_NOT_FOUND
         code = ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else 0

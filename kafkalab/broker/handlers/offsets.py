@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.broker.request import Request
+from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode
 from kafkalab.group.offsets import CommittedOffset, OffsetCommit
 from kafkalab.protocol.api_keys import ApiKey
@@ -35,13 +35,25 @@ _D = OFFSET_DELETE_RESPONSE.cls
 
 
 def handle_offset_commit(broker: Broker, request: Request) -> Any:
+    """Answered once the commit's ``__consumer_offsets`` batch is committed (acks=all)."""
     body = request.body
     commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                             p.committed_metadata)
                for t in body.topics for p in t.partitions]
-    errors = iter(broker.group_coordinator.offsets.commit(
+    header, connection_id = request.header, request.connection_id
+
+    def respond(errors: list[int]) -> None:
+        broker.respond(connection_id, header.api_key, header.api_version, header.correlation_id,
+                       _commit_response(body, errors))
+
+    errors = broker.group_coordinator.offsets.commit(
         body.group_id, body.generation_id_or_member_epoch, body.member_id, body.group_instance_id, commits,
-        body.retention_time_ms, request.header.api_version, request.now_ms))
+        body.retention_time_ms, header.api_version, request.now_ms, respond)
+    return PENDING if errors is None else _commit_response(body, errors)
+
+
+def _commit_response(body: Any, error_codes: list[int]) -> Any:
+    errors = iter(error_codes)
     return _C(topics=tuple(
         _C.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
             _C.OffsetCommitResponseTopic.OffsetCommitResponsePartition(p.partition_index, next(errors))
@@ -58,7 +70,7 @@ def handle_offset_fetch(broker: Broker, request: Request) -> Any:
     group = _fetch_group(broker, body.group_id, body.topics, stable)
     topic_cls = _F.OffsetFetchResponseTopic
     partition_cls = topic_cls.OffsetFetchResponsePartition
-    return _F(error_code=0, topics=tuple(
+    return _F(error_code=group.error_code, topics=tuple(
         topic_cls(name=t.name, partitions=tuple(
             partition_cls(p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
             for p in t.partitions))
@@ -68,8 +80,10 @@ def handle_offset_fetch(broker: Broker, request: Request) -> Any:
 def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: bool,
                  member_id: str | None = None, member_epoch: int = -1) -> Any:
     group_cls = _F.OffsetFetchResponseGroup
-    # v9+: a KIP-848 member fetches with its id and epoch, checked as a commit's would be.
-    error = broker.group_coordinator.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+    # Not this broker's group (another leads its partition), or, from v9, a KIP-848 member's
+    # id and epoch checked as a commit's would be.
+    error = (broker.group_coordinator.coordinator_error(group_id)
+             or broker.group_coordinator.consumer.validate_offset_fetch(group_id, member_id, member_epoch))
     if error:
         return group_cls(group_id=group_id, error_code=error, topics=())
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
