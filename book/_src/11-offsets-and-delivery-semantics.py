@@ -232,56 +232,64 @@ print(f"high watermark {hw} - committed 4 = lag {hw - 4}")
 # **Predict, then check 1.** A consumer of `payments` reads records 0 to 9 in one batch,
 # processes them and then commits. What offset is committed?
 
-# %%
-my_prediction = None  # <- e.g. 19
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- e.g. 19
+my_prediction = 10
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
+from kafkalab.book import check_prediction
+
 ProcessingConsumer(sim, "exercise-1", "payments", "after", batch_size=10).run(lambda offset: None, until_offset=10)
 stored = committed(sim, "exercise-1", "payments", [0])[0]
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == stored, "Not quite. The committed offset is where the next read starts."
-    print("Right:", stored)
+check_prediction(my_prediction, stored, hint="the committed offset is where the next read starts.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == 10
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 2.** Commit *after* processing, batches of 3, ten records (0 to 9), a
 # crash after processing 7 records. Which offsets are processed twice? Answer as a list.
 
-# %%
-my_prediction = None  # <- e.g. [1, 2]
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- e.g. [1, 2]
+my_prediction = [6]
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 twice = ProcessingConsumer(sim, "exercise-2", "payments", "after", batch_size=3)
 twice.run(lambda offset: None, until_offset=10, crash_after=7)
 twice.run(lambda offset: None, until_offset=10)
 repeated = sorted(o for o in set(twice.processed) if twice.processed.count(o) > 1)
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == repeated, (
-        "Not quite. Two batches (0-2, 3-5) were committed; which records of the third batch were "
-        "processed before the crash?")
-    print("Right:", repeated)
+check_prediction(my_prediction, repeated,
+                 hint="Two batches (0-2, 3-5) were committed; which records of the third batch were "
+                 "processed before the crash?")
+### BEGIN HIDDEN TESTS
+assert my_prediction == [6]
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Predict, then check 3.** Same crash, but commit *before* processing. Which offsets are never
 # processed? Answer as a list.
 
-# %%
-my_prediction = None  # <- e.g. [8]
+# %% tags=["answer"]
+### BEGIN SOLUTION
+### BLANK my_prediction = None  # <- e.g. [8]
+my_prediction = [7, 8]
+### END SOLUTION
 
-# %%
+# %% tags=["check"]
 lost = ProcessingConsumer(sim, "exercise-3", "payments", "before", batch_size=3)
 lost.run(lambda offset: None, until_offset=10, crash_after=7)
 lost.run(lambda offset: None, until_offset=10)
 never = sorted(set(range(10)) - set(lost.processed))
-if my_prediction is None:
-    print("not answered yet: set my_prediction above and run both cells again")
-else:
-    assert my_prediction == never, (
-        "Not quite. The third batch (6-8) was committed as a whole before any of it was processed.")
-    print("Right:", never)
+check_prediction(my_prediction, never,
+                 hint="The third batch (6-8) was committed as a whole before any of it was processed.")
+### BEGIN HIDDEN TESTS
+assert my_prediction == [7, 8]
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Change the engine.** In `kafkalab/broker/group_log.py`, make `when_committed` call back at
