@@ -22,7 +22,7 @@ from kafkalab.spark.planning import find_partition_dirs, plan_splits
 from kafkalab.spark.standalone import StandaloneCluster
 from kafkalab.tools.gen_log import GenSpec, generate
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # ~40 s of JVMs: `make campaign` runs it
 
 QUERY = textwrap.dedent("""
     import json, os, sys
