@@ -9,6 +9,8 @@ runs against an implementation kafkalab did not write. Without the mirror those 
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,7 @@ def _mirror_package() -> Path:
     global _package_dir
     if _package_dir is None:
         root = Path(tempfile.mkdtemp(prefix="kafka-specs-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)  # the run leaves nothing in /tmp
         (root / _PACKAGE).mkdir()
         (root / _PACKAGE / "__init__.py").write_text("")
         sys.path.insert(0, str(root))
