@@ -100,3 +100,16 @@ def action_buttons(actions: Mapping[str, Callable[[], object]], redraw: Callable
         button.on_click(clicked(action))
         buttons.append(button)
     return buttons
+
+
+def show_lab(start: Callable[[], Any], scenario: Callable[[], Any], draw: Callable[[Any], Any]) -> Any:
+    """:func:`show` for a widget over a running simulation ("lab"): live, the widget ``start``
+    builds; static, ``draw`` of the lab ``scenario`` runs, which is closed afterwards."""
+    def static() -> Any:
+        lab = scenario()
+        try:
+            return draw(lab)
+        finally:
+            lab.close()
+
+    return show(start, static)

@@ -334,21 +334,14 @@ def live(lab: ControllerLab) -> Any:
 
 def show_controller(data_dir: Path, seed: int = 7) -> Any:
     """Display the widget (or, with ``KAFKALAB_STATIC_WIDGETS=1``, the :func:`scenario` figure)."""
-    from kafkalab.viz import show
-
-    def static() -> Any:
-        lab = scenario(data_dir, seed)
-        try:
-            return figure(lab.timeline())
-        finally:
-            lab.close()
+    from kafkalab.viz._display import show_lab
 
     def start() -> Any:
         lab = ControllerLab(data_dir, seed=seed)
         lab.advance(2_000)
         return live(lab)
 
-    return show(start, static)
+    return show_lab(start, lambda: scenario(data_dir, seed), lambda lab: figure(lab.timeline()))
 
 
 __all__ = ["Action", "ControllerLab", "LogEntry", "PartitionSample", "Timeline", "figure", "live", "log_entries",

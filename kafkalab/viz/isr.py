@@ -366,21 +366,14 @@ def summary(line: Timeline) -> str:
 
 def show_isr(data_dir: Path, seed: int = 7) -> Any:
     """Display the widget (or, with ``KAFKALAB_STATIC_WIDGETS=1``, the :func:`scenario` figure)."""
-    from kafkalab.viz import show
-
-    def static() -> Any:
-        lab = scenario(data_dir, seed)
-        try:
-            return figure(lab.timeline())
-        finally:
-            lab.close()
+    from kafkalab.viz._display import show_lab
 
     def start() -> Any:
         lab = IsrLab(data_dir, seed=seed)
         lab.advance(5_000)
         return live(lab)
 
-    return show(start, static)
+    return show_lab(start, lambda: scenario(data_dir, seed), lambda lab: figure(lab.timeline()))
 
 
 __all__ = ["IsrLab", "Marker", "ProduceOutcome", "ReplicaSample", "Sample", "Timeline", "figure", "live",

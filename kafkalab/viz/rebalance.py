@@ -357,14 +357,7 @@ def summary(lab: RebalanceLab) -> str:
 
 def show_rebalance(data_dir: Path, assignor: str = "range", seed: int = 7) -> Any:
     """Display the widget (or, with ``KAFKALAB_STATIC_WIDGETS=1``, the :func:`scenario` figure)."""
-    from kafkalab.viz import show
-
-    def static() -> Any:
-        lab = scenario(data_dir, assignor, seed)
-        try:
-            return figure(lab.timeline())
-        finally:
-            lab.close()
+    from kafkalab.viz._display import show_lab
 
     def start() -> Any:
         lab = RebalanceLab(data_dir, assignor=assignor, seed=seed)
@@ -373,7 +366,7 @@ def show_rebalance(data_dir: Path, assignor: str = "range", seed: int = 7) -> An
         lab.advance(5_000)
         return live(lab)
 
-    return show(start, static)
+    return show_lab(start, lambda: scenario(data_dir, assignor, seed), lambda lab: figure(lab.timeline()))
 
 
 __all__ = ["GroupMessage", "OwnershipSample", "RebalanceLab", "Timeline", "figure", "generations",

@@ -277,16 +277,9 @@ def live(lab: TxnLab) -> Any:
 
 def show_transactions(data_dir: Path) -> Any:
     """Display the widget (or, with ``KAFKALAB_STATIC_WIDGETS=1``, the :func:`scenario` figure)."""
-    from kafkalab.viz import show
+    from kafkalab.viz._display import show_lab
 
-    def static() -> Any:
-        lab = scenario(data_dir)
-        try:
-            return figure(lab.timeline())
-        finally:
-            lab.close()
-
-    return show(lambda: live(TxnLab(data_dir)), static)
+    return show_lab(lambda: live(TxnLab(data_dir)), lambda: scenario(data_dir), lambda lab: figure(lab.timeline()))
 
 
 __all__ = ["MarkerLanded", "PartitionSample", "Sample", "Timeline", "TxnLab", "figure", "live", "scenario",
