@@ -320,8 +320,6 @@ class Broker:
         coordinator = self.group_coordinator
         now_ms = coordinator.now_ms if self._clock_ms is None else self._clock_ms()
         load_partition(coordinator, partition, self.offsets_log.replay_partition(partition), now_ms)
-        coordinator.offsets.load_pending(self.offsets_log.open_transactions())  # undecided TxnOffsetCommits
-        coordinator.consumer.after_load()
 
     def _unload_groups(self, partition: int) -> None:
         unload_partition(self.group_coordinator, partition)  # first: failed writes then find no group

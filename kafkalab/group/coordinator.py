@@ -37,7 +37,6 @@ from kafkalab.errors import ErrorCode
 from kafkalab.group.consumer.coordinator import ConsumerGroupCoordinator, ConsumerGroupSettings, TopicLookup
 from kafkalab.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafkalab.group.group import ClassicGroup, Member
-from kafkalab.group.loader import replay
 from kafkalab.group.log import CoordinatorLog
 from kafkalab.group.offsets import OffsetStore
 from kafkalab.group.partitioner import partition_for
@@ -608,13 +607,8 @@ class GroupCoordinator:
         return self.offsets.expire(now_ms)
 
     def load(self, now_ms: int) -> int:
-        """Rebuild groups and offsets from the log (Kafka's coordinator load); the number of
-        records replayed. Loaded members get a fresh session, as Kafka schedules on load."""
-        self.now_ms = now_ms
-        count = replay(self, self.log.replay())
-        self.offsets.load_pending(self.log.open_transactions())
-        for group in self.groups.values():
-            for member in group.members.values():
-                self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
-        self.consumer.after_load()
-        return count
+        """Rebuild groups and offsets from the whole log (Kafka's coordinator load); the number
+        of records replayed. A broker loads one partition at a time instead, as it is elected."""
+        from kafkalab.group.ownership import load_all
+
+        return load_all(self, now_ms)

@@ -34,10 +34,26 @@ def load_partition(coordinator: GroupCoordinator, partition: int,
     """Replay one partition's records into the coordinator; the number of records applied."""
     coordinator.now_ms = max(coordinator.now_ms, now_ms)
     count = replay(coordinator, records)
-    for group in _groups_of(coordinator, partition):
+    _after_load(coordinator, _groups_of(coordinator, partition))
+    return count
+
+
+def load_all(coordinator: GroupCoordinator, now_ms: int) -> int:
+    """Replay the whole log (every partition) into the coordinator; the number of records."""
+    coordinator.now_ms = now_ms
+    count = replay(coordinator, coordinator.log.replay())
+    _after_load(coordinator, list(coordinator.groups.values()))
+    return count
+
+
+def _after_load(coordinator: GroupCoordinator, groups: Iterable[ClassicGroup]) -> None:
+    """Transactional offset commits the log leaves undecided become pending again; every loaded
+    member, classic or KIP-848, gets a fresh session, as Kafka schedules on load."""
+    coordinator.offsets.load_pending(coordinator.log.open_transactions())
+    for group in groups:
         for member in group.members.values():
             coordinator._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
-    return count
+    coordinator.consumer.after_load()
 
 
 def unload_partition(coordinator: GroupCoordinator, partition: int) -> list[str]:
