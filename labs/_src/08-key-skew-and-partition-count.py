@@ -225,3 +225,6 @@ assert my_prediction_3 == 12
 for df in hashed.values():
     df.unpersist()
 spark.stop()
+from kafkalab.spark import labs
+
+labs.remove_scratch_dirs()  # the Spark JVM's temporary files leave the temp directory with the lab
