@@ -86,19 +86,40 @@ def test_librdkafka_leads_and_kafkalab_member_follows(server: str, topic_name: s
     theirs = CKConsumer({"bootstrap.servers": server, "group.id": group, "enable.auto.commit": False,
                          "session.timeout.ms": 6000, "heartbeat.interval.ms": 300,
                          "partition.assignment.strategy": "range"})
-    theirs.subscribe([topic_name])
+    # librdkafka serves its rebalance callbacks only inside poll(), and kafkalab's member blocks in
+    # JoinGroup until every member has rejoined, so librdkafka is polled from its own thread. Its
+    # assignment is read from the callbacks: assignment() waits on the consumer poll() holds.
+    assigned: set[int] = set()
+    stop = threading.Event()
+
+    def on_assign(consumer: CKConsumer, partitions: list) -> None:
+        assigned.clear()
+        assigned.update(tp.partition for tp in partitions)
+
+    def on_revoke(consumer: CKConsumer, partitions: list) -> None:
+        assigned.clear()
+
+    theirs.subscribe([topic_name], on_assign=on_assign, on_revoke=on_revoke)
+
+    def poll_theirs() -> None:
+        while not stop.is_set():
+            theirs.poll(0.1)
+
+    thread = threading.Thread(target=poll_theirs)
+    thread.start()
     end = time.monotonic() + DEADLINE_S
-    while not theirs.assignment() and time.monotonic() < end:
-        theirs.poll(0.1)
+    while not assigned and time.monotonic() < end:
+        time.sleep(0.05)
     runner = SocketMember(server, member_config(group, topic_name))
     try:
         def both_split() -> bool:
-            theirs.poll(0)
             ours = {p for _, p in runner.member.owned}
-            return runner.member.state is MemberState.STABLE and split_evenly(ours, {tp.partition for tp in theirs.assignment()})
+            return runner.member.state is MemberState.STABLE and split_evenly(ours, set(assigned))
 
-        assert runner.run_until(lambda m: both_split(), 15_000), (runner.member.owned, theirs.assignment())
+        assert runner.run_until(lambda m: both_split(), 15_000), (runner.member.owned, assigned)
         assert runner.member.leader_id != runner.member.member_id  # librdkafka joined first and leads
     finally:
+        stop.set()
+        thread.join(10)
         runner.close()
         theirs.close()
