@@ -469,6 +469,22 @@ assert my_prediction == 2 and not elects_after_crashing(3)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# **Change the engine.** Kafka elects the first live ISR member in *assignment* order, so the
+# preferred replica (the first assigned) leads whenever it can, and leadership stays spread the
+# way replica placement spread it. Make the election follow the ISR's own order instead: in
+# `elect_leader` (`kafkalab/controller/partition_change.py`), change the loop
+# `for replica in replicas:` that follows the preferred-leader test to `for replica in target_isr:`,
+# and restart the kernel. The check below fails before the edit and passes after it. The ISR is
+# kept in the order replicas joined it: after a few broker restarts, which brokers would lead most
+# partitions, and what would `kafkalab leader-election --election-type PREFERRED` still fix?
+# Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("election-isr-order")  # raises EngineUnchanged until the engine is edited
+
+# %% [markdown]
 # The brokers' logs live in scratch directories; this last cell removes them.
 
 # %%

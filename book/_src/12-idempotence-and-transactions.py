@@ -457,6 +457,21 @@ assert "too-late" not in values(fetch(broker, "orders", 1, 0).records)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# **Change the engine.** The partition remembers the last five batches of each producer because
+# a producer keeps at most five requests in flight (`max.in.flight.requests.per.connection` may
+# not exceed 5 with idempotence on). Make it remember one: set `NUM_BATCHES_TO_RETAIN` to 1 in
+# `kafkalab/storage/producer_state.py` and restart the kernel. The check below fails before the
+# edit and passes after it: it retries the second of three batches. Which error does the retry get
+# now, and what would a Java producer with five requests in flight do when a lost answer makes
+# it resend the oldest one?
+# Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("one-batch-retained")  # raises EngineUnchanged until the engine is edited
+
+# %% [markdown]
 # The broker's files live in scratch directories; this last cell removes them.
 
 # %%
