@@ -18,6 +18,13 @@ producer id blocks, leader elections -- and for each one:
 
 It is the controller of a one-process cluster; the KRaft quorum replicates the same records.
 
+Automatic leader balancing (``auto.leader.rebalance.enable``, default true): a partition whose
+leader is not its preferred replica is *imbalanced*. Every ``leader.imbalance.check.interval.seconds``
+(300) the runtime calls :meth:`LocalController.balance_partition_leaders`, which runs a
+preferred election for up to 1,000 of them at once. KRaft's controller looks at nothing else:
+``leader.imbalance.per.broker.percentage``, the ZooKeeper controller's per-broker threshold, is
+accepted and ignored, as Kafka 3.x+ in KRaft mode ignores it.
+
 Placement stripes a new topic's partitions over the sorted live brokers: partition ``p`` starts
 at broker ``(start + p) mod n`` and its other replicas follow in order, with ``start`` drawn from
 the injected ``random.Random`` so that topics spread their leaders (Kafka's placers also draw a
@@ -51,6 +58,7 @@ from kafkalab.metadata.record_log import SOLE_VOTER_EPOCH, MemoryRecordLog, Reco
 from kafkalab.metadata.records import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, encode_record
 from kafkalab.metadata.snapshot import SnapshotPolicy
 
+MAX_ELECTIONS_PER_IMBALANCE = 1_000  # Kafka's maxElectionsPerImbalance: one check's batch at most
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
 PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -284,6 +292,27 @@ class LocalController:
                 results.append((topic, index, error, message))
         self._commit(builders.partition_changes(self.image, list(changes.values())))
         return results
+
+    def imbalanced_partitions(self) -> list[tuple[str, int]]:
+        """Partitions led by a replica other than the preferred one (the first assigned), in
+        topic and partition order."""
+        return [(name, index) for name, topic in sorted(self.image.topics.items())
+                for index, registration in sorted(topic.partitions.items())
+                if registration.replicas and registration.leader != registration.replicas[0]]
+
+    def balance_partition_leaders(self, max_elections: int = MAX_ELECTIONS_PER_IMBALANCE) -> bool:
+        """Kafka's ``maybeBalancePartitionLeaders``: a preferred election for up to
+        ``max_elections`` imbalanced partitions whose preferred replica is alive and in sync, as
+        one batch. Returns True when the batch was full, so more may be waiting."""
+        changes: list[Change] = []
+        for topic, index in self.imbalanced_partitions():
+            if len(changes) >= max_elections:
+                break
+            _error, _message, changed = self._elect_one(topic, index, Election.PREFERRED)
+            if changed is not None:
+                changes.append((topic, index, changed))
+        self._commit(builders.partition_changes(self.image, changes))
+        return len(changes) >= max_elections
 
     def _elect_one(self, topic: str, index: int, election: Election) -> tuple[ErrorCode, str | None, PartitionRegistration | None]:
         registration = self.image.partition(topic, index)

@@ -48,6 +48,7 @@ from kafkalab.broker.startup import open_broker
 from kafkalab.client.consumer import ConsumerCore, RebalanceEvent, Request
 from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
 from kafkalab.clock import ManualClock
+from kafkalab.controller.leader_balance import LeaderBalancer, balancing_interval_ms
 from kafkalab.controller.local import LocalController
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
@@ -123,6 +124,11 @@ class SimCluster:
         self._clients: list[SimClient] = []
         for node_id in range(1, nodes + 1):
             self.nodes[node_id] = SimNode(node_id, self._open(node_id))
+        interval_ms = balancing_interval_ms(self.properties)  # auto.leader.rebalance.enable
+        self.leader_balancer = None if interval_ms is None else LeaderBalancer(
+            self.controller, interval_ms, self.clock.milliseconds)
+        if self.leader_balancer is not None:
+            self.add_client(self.leader_balancer)
 
     def _open(self, node_id: int) -> Broker:
         settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
