@@ -158,7 +158,7 @@ class CodecRun:
         return self.uncompressed_bytes / self.batch_bytes
 
 
-def compression(records_total: int = 5_000, records_per_batch: int = 500,
+def compression(records_total: int = 3_000, records_per_batch: int = 500,
                 codecs: Sequence[Compression] = tuple(Compression)) -> list[CodecRun]:
     """Build the same records into batches with every codec, then decode them back."""
     records = sample_records(records_total)
@@ -473,7 +473,7 @@ def decode_segment_file(path: str) -> int:
 
 
 def partitions_in_parallel(directory: Path, partitions: int = 4, records_per_partition: int = 5_000,
-                           processes: int | None = None, repeats: int = 5) -> ParallelRun:
+                           processes: int | None = None, repeats: int = REPEATS) -> ParallelRun:
     """Write ``partitions`` logs, then decode them three ways, the three side by side in each of
     ``repeats`` rounds (:func:`kafkalab.bench.report.alternate`); the fastest round of each.
     Worker processes are forked where the platform can (spawned elsewhere) and started before
