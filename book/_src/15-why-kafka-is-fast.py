@@ -33,7 +33,7 @@ FILE_MIB = 64             # the file read and sent in the page-cache and sendfil
 PATTERN_FILE_MIB = 16     # the file read page by page, in order and shuffled
 LOOKUP_RECORDS = 100_000  # records in the segment the index section searches
 PARTITIONS = 4            # partitions decoded in the parallelism section
-REQUEST_RECORDS = 2_000   # records sent to the server per batch size
+REQUEST_RECORDS = 1_000   # records sent to the server per batch size
 
 work_dir = scratch_dir("ch15-")
 
@@ -103,8 +103,8 @@ _ = fast.show_measurement(*fast.compression_figure(codecs))
 #
 # ## 3. Sequential writes and the page cache
 # A Kafka log only ever appends at its end: a produce is a `write` at the end of the active
-# segment. And Kafka does not `fsync` after a write (`flush.messages` and `flush.ms` default to
-# "never"); it counts on replication for durability and leaves the flushing to the operating
+# segment. And Kafka does not `fsync` after each write (`flush.messages` and `flush.ms` default
+# to "never"); it counts on replication for durability and leaves the flushing to the operating
 # system. So the write goes into the **page cache** -- the kernel's memory copy of file pages --
 # and the disk sees it later, in large sequential chunks.
 #
@@ -188,7 +188,7 @@ copies = measure.sendfile_vs_read_write(work_dir, FILE_MIB * measure.MIB)
 _ = fast.show_measurement(*fast.copy_figure(copies))
 
 # %% [markdown]
-# `sendfile` wins, but not by the factor the word "zero" suggests. Two things to correct in the
+# `sendfile` usually wins here, but not by the factor the word "zero" suggests. Two things to correct in the
 # source article's description:
 #
 # * "zero-copy moves data from the disk to the network card *without the CPU*" -- no: it removes
@@ -294,7 +294,7 @@ print(inspect.getsource(Partition.check_enough_replicas_reach_offset))
 # %% [markdown]
 # Every request pays a fixed cost on this path: a round trip over the socket, framing, parsing
 # the header and body, a log append, encoding the answer. Batching spreads it. We start a real
-# kafkalab server (a separate process, as from a shell) and send 2,000 records with kafkalab's
+# kafkalab server (a separate process, as from a shell) and send 1,000 records with kafkalab's
 # wire client, one `ProduceRequest` in flight at a time, `acks=1`, with 1, 10, 100 and 1,000
 # records per request:
 
@@ -313,8 +313,8 @@ requests = measure.produce_requests(server.bootstrap, "fast", REQUEST_RECORDS)
 _ = fast.show_measurement(*fast.request_path_figure(requests))
 
 # %% [markdown]
-# A request's cost hardly changes from 1 to 100 records; the records a second grow almost as
-# fast as the batch. This is batching's largest win, larger than in section 1, because a
+# A request's cost grows far more slowly than the records it carries, so the records a second
+# grow almost as fast as the batch. This is batching's largest win, larger than in section 1, because a
 # request's fixed cost (two trips through the kernel's network stack, and Python on both ends)
 # dwarfs a single append. It is also why a Kafka producer waits `linger.ms` for more records
 # and keeps up to five requests in flight (`max.in.flight.requests.per.connection`): to fill the

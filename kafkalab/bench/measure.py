@@ -28,7 +28,8 @@ of 1,000 the header is shared and a record costs about 111 bytes. The time per r
 far more than the bytes: the per-batch work (a CRC, validation, offset assignment, an index
 check, a ``write``) is paid 10,000 times in the first run and 10 times in the second.
 
-Every function writes only under the directory it is given, and leaves nothing open.
+Every function writes only under the directory it is given (the caller removes it) and leaves
+no file or socket open.
 """
 
 from __future__ import annotations
@@ -214,9 +215,10 @@ def resident_share(path: Path) -> float | None:
 
     size = path.stat().st_size
     libc_name = ctypes.util.find_library("c")
-    if size == 0 or libc_name is None or not hasattr(ctypes.CDLL(libc_name), "mincore"):
+    libc = ctypes.CDLL(libc_name, use_errno=True) if libc_name else None
+    if size == 0 or libc is None or not hasattr(libc, "mincore"):
         return None
-    mincore = ctypes.CDLL(libc_name, use_errno=True).mincore
+    mincore = libc.mincore
     pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
     vector = (ctypes.c_ubyte * pages)()
     with open(path, "rb") as file, mmap.mmap(file.fileno(), size, access=mmap.ACCESS_COPY) as mapped:
@@ -417,9 +419,9 @@ def scan_for_offset(data: bytes | memoryview, offset: int) -> int:
 def index_vs_scan(directory: Path, records_total: int = 100_000, records_per_batch: int = 10,
                   lookups: int = 20, seed: int = 15, index_interval_bytes: int | None = None) -> LookupRun:
     """A one-segment log with ``index.interval.bytes`` (Kafka's default 4 KiB unless given),
-    then the same random offsets found both ways. Bytes scanned count from where each search starts reading
-    batch headers (the index's floor entry, or byte 0) to the end of the batch holding the
-    offset."""
+    then the same random offsets found both ways, which must agree. The bytes scanned count
+    from where each search starts reading batch headers (the index's floor entry, or byte 0) to
+    the end of the batch holding the offset."""
     batch = build_batch(sample_records(records_per_batch), base_offset=0)
     config = LogConfig() if index_interval_bytes is None else LogConfig(index_interval_bytes=index_interval_bytes)
     log = _fresh_log(Path(tempfile.mkdtemp(prefix="lookups-", dir=directory)), "lookups-0", config)
@@ -537,7 +539,7 @@ class RequestPathPoint:
         return self.seconds * 1e6 / self.requests
 
 
-def produce_requests(bootstrap_servers: str, topic: str, records_total: int = 2_000,
+def produce_requests(bootstrap_servers: str, topic: str, records_total: int = 1_000,
                      batch_sizes: Sequence[int] = (1, 10, 100, 1000),
                      repeats: int = REPEATS) -> list[RequestPathPoint]:
     """Send ``records_total`` records per batch size through kafkalab's wire client
