@@ -77,6 +77,20 @@ def _bars(ax: Any, labels: Sequence[str], values: Sequence[float], ylabel: str, 
     ax.margins(y=0.15)
 
 
+def _log_axes(ax: Any, sizes: Sequence[int], **labels: str) -> None:
+    """Log scales on both axes, a tick at each measured size, and ticks written as plain
+    numbers (1,000 rather than 10^3); minor ticks unlabelled."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set(xscale="log", yscale="log", **labels)
+    ax.set_xticks(list(sizes))
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    plain = FuncFormatter(lambda value, _position: f"{value:,g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(NullFormatter())
+
+
 def _mb_s(file_bytes: int, seconds: float) -> float:
     return file_bytes / MIB / seconds
 
@@ -86,7 +100,7 @@ def batching_figure(points: Sequence[BatchingPoint]) -> tuple[Any, str]:
     sizes = [point.records_per_batch for point in points]
     for share in ("encode", "append"):
         left.plot(sizes, [p.microseconds_per_record(share) for p in points], marker="o", label=share)
-    left.set(xscale="log", yscale="log", xlabel="records per batch", ylabel="µs per record")
+    _log_axes(left, sizes, xlabel="records per batch", ylabel="µs per record")
     left.set_title("time per record", fontsize=10)
     left.legend()
     _bars(right, [str(s) for s in sizes], [p.bytes_per_record for p in points], "bytes per record",
@@ -192,10 +206,10 @@ def request_path_figure(points: Sequence[RequestPathPoint]) -> tuple[Any, str]:
     figure, (left, right) = _axes()
     sizes = [point.records_per_request for point in points]
     left.plot(sizes, [p.records_per_second for p in points], marker="o")
-    left.set(xscale="log", yscale="log", xlabel="records per ProduceRequest", ylabel="records per second")
+    _log_axes(left, sizes, xlabel="records per ProduceRequest", ylabel="records per second")
     left.set_title("throughput", fontsize=10)
     right.plot(sizes, [p.microseconds_per_request for p in points], marker="o", color="C1")
-    right.set(xscale="log", yscale="log", xlabel="records per ProduceRequest", ylabel="µs per request")
+    _log_axes(right, sizes, xlabel="records per ProduceRequest", ylabel="µs per request")
     right.set_title("round trip per request", fontsize=10)
     first, last = points[0], points[-1]
     summary = (f"{first.records:,} records, one request in flight: {first.records_per_second:,.0f} records/s "
