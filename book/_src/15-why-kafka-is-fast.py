@@ -269,10 +269,15 @@ _ = fast.show_measurement(*fast.parallel_figure(parallel))
 # %%
 from kafkalab.config.definitions import broker_default
 
-for key in ("num.network.threads", "queued.max.requests", "num.io.threads"):
+for key in ("num.network.threads", "queued.max.requests", "num.io.threads", "message.max.bytes"):
     print(f"{key} = {broker_default(key)}")
 
 # %% [markdown]
+# (The same article, written for Kafka 0.11, gives `message.max.bytes` -- the largest batch the
+# broker accepts -- as 976 KB, which was 1,000,012 bytes. Since Kafka 2.5 (KAFKA-4203) it is
+# 1 MiB plus the 12-byte log overhead, 1,048,588, in line with the producer's
+# `max.request.size`.)
+#
 # kafkalab's server keeps the shape but not the threads: one asyncio event loop reads a frame,
 # hands it to the broker, and writes the answer (with `sendfile` for record data) -- network
 # thread, I/O thread and response queue in one. A connection with a request in the broker reads
