@@ -365,7 +365,7 @@ assert my_prediction == 2
 
 # %% tags=["answer"]
 ### BEGIN SOLUTION
-### BLANK overrides = ["advertised.listeners=PLAINTEXT://0.0.0.0:0", "num.partitions=3"]
+### BLANK overrides = ["advertised.listeners=PLAINTEXT://0.0.0.0:0", "num.partitions=3"]  # your change here
 overrides = ["advertised.listeners=PLAINTEXT://127.0.0.1:0", "num.partitions=3"]
 ### END SOLUTION
 
