@@ -118,8 +118,9 @@ print("delivery report: error", reports[0][0], "offset", reports[0][1])
 from kafkalab.client.launcher import ServerStartError
 
 try:
-    start_server(scratch_dir("ch16-") / "data", overrides=["advertised.listeners=PLAINTEXT://0.0.0.0:9092"])
-    refusal = "started!"
+    start_server(scratch_dir("ch16-") / "data",
+                 overrides=["advertised.listeners=PLAINTEXT://0.0.0.0:9092"]).stop()
+    refusal = "it started!"
 except ServerStartError as error:
     refusal = str(error).strip().splitlines()[-1]
 print(refusal)
@@ -141,11 +142,10 @@ print(refusal)
 #   to the Metadata request that auto-created a topic (the topic existed, its leader was not
 #   elected yet); a KRaft broker answers `UNKNOWN_TOPIC_OR_PARTITION` while the controller
 #   creates it. Either way the next retry finds the leader, and the warning is harmless.
-#   kafkalab creates the topic inside the request, so even the first answer names a leader:
-#
-#   (below: librdkafka asks for a topic nobody created; the broker auto-creates it)
-#
 # * **When every replica of a partition is down.** Then no retry helps until a replica returns.
+#
+# kafkalab's broker creates an auto-created topic inside the Metadata request, so even its
+# first answer names a leader. Here librdkafka asks for a topic nobody created:
 
 # %%
 fresh = producer.list_topics("fresh", timeout=10).topics["fresh"]
@@ -166,6 +166,7 @@ from kafkalab.sim.cluster import SimCluster
 cluster = SimCluster(scratch_dir("ch16-sim-"), nodes=3, seed=7)
 cluster.create_topic("single", 3, 1)
 cluster.create_topic("triple", 3, 3)
+before = {(name, p): cluster.leader(name, p) for name in ("single", "triple") for p in range(3)}
 victim = cluster.leader("single", 0)
 cluster.crash(victim)
 cluster.run_until(lambda: cluster.leader("single", 0) == -1, 20_000)
@@ -173,7 +174,8 @@ survivor = min(node for node in cluster.nodes if node != victim)
 print(f"broker {victim} crashed; broker {survivor} answers:")
 for topic in cluster.metadata(survivor, ["single", "triple"]).topics:
     for p in topic.partitions:
-        print(f"  {topic.name}-{p.partition_index}: leader {p.leader_id:>2}  {ErrorCode(p.error_code).name}")
+        print(f"  {topic.name}-{p.partition_index}: leader {before[topic.name, p.partition_index]} -> "
+              f"{p.leader_id:>2}  {ErrorCode(p.error_code).name}")
 
 # %% [markdown]
 # `single-0` has no replica left, so it has no leader (-1) and answers `LEADER_NOT_AVAILABLE`;
