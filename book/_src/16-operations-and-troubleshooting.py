@@ -64,14 +64,14 @@ librdkafka_log.addHandler(logging.NullHandler())
 librdkafka_log.propagate = False
 
 client_errors = []
-producer = Producer({"bootstrap.servers": broken.bootstrap, "message.timeout.ms": 2000,
+producer = Producer({"bootstrap.servers": broken.bootstrap, "message.timeout.ms": 1000,
                      "error_cb": client_errors.append, "logger": librdkafka_log})
 brokers = producer.list_topics(timeout=10).brokers
 print({node_id: f"{b.host}:{b.port}" for node_id, b in brokers.items()})
 
 # %% [markdown]
 # Now produce one record. The client connects to the leader, node 0, at the advertised address,
-# is refused, retries, and gives up when `message.timeout.ms` (here 2 s; `delivery.timeout.ms`,
+# is refused, retries, and gives up when `message.timeout.ms` (here 1 s; `delivery.timeout.ms`,
 # 2 minutes by default, in Java) runs out.
 
 # %%

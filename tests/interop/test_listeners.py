@@ -38,3 +38,18 @@ def test_a_client_is_told_the_advertised_address_not_the_bound_one(tmp_path: Pat
 def test_advertising_the_any_address_stops_the_server_at_start_up(tmp_path: Path) -> None:
     with pytest.raises(ServerStartError, match="advertised.listeners cannot use the nonroutable meta-address"):
         start_server(tmp_path / "data", overrides=["advertised.listeners=PLAINTEXT://0.0.0.0:9092"])
+
+
+def test_listeners_on_the_any_address_stand_in_for_an_unset_advertised_listener(tmp_path: Path) -> None:
+    """Kafka checks the *effective* advertised listeners: with ``advertised.listeners`` unset,
+    ``listeners=PLAINTEXT://0.0.0.0:...`` is advertised, so it is refused the same way."""
+    import asyncio
+
+    from kafkalab.errors import ConfigError, ErrorCode
+    from kafkalab.server import KafkaServer
+
+    server = KafkaServer(tmp_path / "data", {"listeners": "PLAINTEXT://0.0.0.0:0"}, host="0.0.0.0", port=0,
+                         allow_remote=True)
+    with pytest.raises(ConfigError, match="nonroutable meta-address") as refused:
+        asyncio.run(server.start())
+    assert refused.value.error_code == ErrorCode.INVALID_CONFIG
