@@ -25,8 +25,9 @@ check_version("0.1.0")
 # %% [markdown]
 # ## A broker and a real client
 # kafkalab's broker runs as a network server, `kafkalab server-start`, that any Kafka client can
-# talk to. `start_server` launches one in a child process on a free port with a fresh data
-# directory, exactly as you could from a shell.
+# talk to. `start_server` launches one in a child process with a fresh data directory, as
+# `kafkalab server-start --data-dir DIR --port 0` does from a shell (port 0: any free port), and
+# waits for the line where the server says which port it got.
 
 # %%
 from kafkalab.book import remove_scratch_dirs, scratch_dir
