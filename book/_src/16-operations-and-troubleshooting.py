@@ -299,11 +299,12 @@ print("fetch_min_bytes=1 answered sooner:", waits[1].seconds < waits[100_000].se
 # batch -- the consumer still gets a record: since Kafka 0.10.1 (KIP-74) the broker always
 # returns the partition's first batch whole, even when it exceeds the limit, so a large record
 # can never stall a consumer. (Before that, the consumer was stuck with a
-# `RecordTooLargeException`.) `max.poll.records` caps what `poll()` hands over without changing
-# what was fetched.
+# `RecordTooLargeException`.) The whole-response limit, `fetch.max.bytes`, follows the same rule
+# (KIP-74 introduced it): the first batch comes back even when it alone exceeds the limit.
+# `max.poll.records` caps what `poll()` hands over without changing what was fetched.
 
 # %%
-for settings in ({}, {"max_partition_fetch_bytes": 1}, {"max_poll_records": 2}):
+for settings in ({}, {"max_partition_fetch_bytes": 1}, {"fetch_max_bytes": 1}, {"max_poll_records": 2}):
     print(f"{settings or 'defaults'}: records returned {first_poll(server.bootstrap, 'readings', 0, 0, **settings).records}")
 
 # %% [markdown]

@@ -1,6 +1,6 @@
 """The consumer settings chapter 16 measures, with kafka-python against a live server:
-``max_partition_fetch_bytes`` limits whole batches but never returns less than the first
-(KIP-74), and ``fetch_min_bytes`` above the available data makes the broker wait
+``max_partition_fetch_bytes`` and ``fetch_max_bytes`` limit whole batches but never return less
+than the first (KIP-74), and ``fetch_min_bytes`` above the available data makes the broker wait
 ``fetch_max_wait_ms``."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def test_the_partition_limit_counts_whole_batches_and_always_returns_the_first(b
     assert first_poll(bootstrap, readings, 0, 0).records == BATCHES
     assert first_poll(bootstrap, readings, 0, 0, max_partition_fetch_bytes=1).records == 1
     assert first_poll(bootstrap, readings, 0, 0, max_partition_fetch_bytes=2 * VALUE_BYTES + 500).records == 2
+    assert first_poll(bootstrap, readings, 0, 0, fetch_max_bytes=1).records == 1  # the response limit too
 
 
 def test_a_minimum_above_the_data_waits_out_fetch_max_wait(bootstrap: str, readings: str) -> None:
