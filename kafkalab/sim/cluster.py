@@ -62,6 +62,7 @@ CLIENT = "client"
 CONNECTION_BASE = 1_000  # a broker sees node n's requests on connection 1000 + n (0: the client)
 STEPS_MAX = 10_000_000  # a bug guard for run_for: no simulated interval needs more steps
 PRODUCE_VERSION = 7
+METADATA_VERSION = 12
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
 CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
 BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
@@ -229,6 +230,15 @@ class SimCluster:
         body = dataclasses.replace(follower_fetch_request(-1, [fetch]), max_wait_ms=0, min_bytes=0)
         self._send(CLIENT, self.leader(topic, partition), ApiKey.FETCH, FETCH_VERSION, body,
                    lambda response: answers.append(response.responses[0].partitions[0]))
+        self.run_until(lambda: bool(answers), wait_ms)
+        return answers[0] if answers else None
+
+    def metadata(self, via: int, topics: list[str], *, wait_ms: int = 60_000) -> Any:
+        """Ask broker ``via`` for ``topics`` as a client's Metadata request does (no auto-creation);
+        run until answered and return the MetadataResponse (None if no answer came)."""
+        answers: list[Any] = []
+        body = {"topics": [{"name": name} for name in topics], "allow_auto_topic_creation": False}
+        self._send(CLIENT, via, ApiKey.METADATA, METADATA_VERSION, body, answers.append)
         self.run_until(lambda: bool(answers), wait_ms)
         return answers[0] if answers else None
 
