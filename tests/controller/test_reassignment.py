@@ -169,3 +169,17 @@ def test_refusals_write_nothing(topic, partition, target, error, message) -> Non
     before = len(log.values)
     assert controller.alter_partition_reassignments([(topic, partition, target)]) == [(topic, partition, error, message)]
     assert len(log.values) == before
+
+
+def test_a_request_that_forbids_changing_the_replication_factor() -> None:
+    controller, log = _cluster()
+    old = controller.image.partition("orders", 0)
+    assert old is not None
+    before = len(log.values)
+    (error, message), = [(e, m) for _, _, e, m in controller.alter_partition_reassignments(
+        [("orders", 0, old.replicas[:2])], allow_replication_factor_change=False)]
+    assert (error, len(log.values)) == (ErrorCode.INVALID_REPLICATION_FACTOR, before)
+    assert message == "The replication factor of orders-0 would change from 3 to 2, which this request does not allow."
+    (_, _, error, _), = controller.alter_partition_reassignments(
+        [("orders", 0, tuple(reversed(old.replicas)))], allow_replication_factor_change=False)
+    assert error == ErrorCode.NONE

@@ -58,3 +58,29 @@ def test_moving_the_leaders_replica_to_a_new_broker(tmp_path: Path) -> None:
     assert [value for _, _, value, _ in records] == [b"a", b"b", b"c"]
     assert sim.produce("orders", 0, batch([b"d"], timestamp_ms=START_MS)).base_offset == 3  # the new leader carries on
     sim.close()
+
+
+def test_cancel_while_the_new_replica_is_behind(tmp_path: Path) -> None:
+    sim = SimCluster(tmp_path, nodes=4, seed=7)
+    sim.create_topic("orders", 1, 3)
+    before = sim.controller.image.partition("orders", 0)
+    assert before is not None
+    (spare,) = set(sim.nodes) - set(before.replicas)
+    assert sim.produce("orders", 0, batch([b"a"], timestamp_ms=START_MS)).error_code == ErrorCode.NONE
+    sim.network.isolate(spare, list(sim.nodes))  # it never catches up
+    target = [spare] + list(before.replicas[1:])
+    _ask(sim, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"topics": [
+        {"name": "orders", "partitions": [{"partition_index": 0, "replicas": target}]}]})
+    assert (tmp_path / f"node-{spare}" / "orders-0").exists()  # it created the log to fetch into
+    sim.run_for(5_000)
+    response = _ask(sim, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"topics": [
+        {"name": "orders", "partitions": [{"partition_index": 0, "replicas": None}]}]})
+    assert [p.error_code for t in response.responses for p in t.partitions] == [ErrorCode.NONE]
+    after = sim.controller.image.partition("orders", 0)
+    assert after is not None
+    # Kafka's revert: the original replicas (the removed one now last), the same ISR and leader.
+    assert (set(after.replicas), after.isr, after.leader) == (set(before.replicas), before.isr, before.leader)
+    assert after.adding_replicas == after.removing_replicas == ()
+    assert not (tmp_path / f"node-{spare}" / "orders-0").exists()
+    assert _ongoing(sim) == []
+    sim.close()

@@ -109,3 +109,9 @@ def test_errors_as_kafka_reports_them(server, tmp_path, capsys):  # type: ignore
         ("foo", 2, 3, "Unable to find partition foo:2."),
         ("nope", 0, 3, "Unable to find a topic named nope."),
     ]
+    # Version 1 (KIP-860) may forbid a change of replication factor; keeping it is allowed.
+    with bootstrap(server.bootstrap) as connection:
+        response = connection.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, {
+            "allow_replication_factor_change": False,
+            "topics": [{"name": "foo", "partitions": [{"partition_index": 0, "replicas": [0]}]}]}, api_version=1)
+    assert [p.error_code for t in response.responses for p in t.partitions] == [0]
