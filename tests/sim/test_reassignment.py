@@ -45,6 +45,10 @@ def test_moving_the_leaders_replica_to_a_new_broker(tmp_path: Path) -> None:
     assert sim.leader("orders", 0) == leader  # the old replica leads until its replacement is in sync
 
     sim.network.heal()
+    acked: list[bytes] = []  # acks=all writes racing the move: every acknowledged one must survive
+    for value in (b"x1", b"x2", b"x3"):
+        sim.send_produce("orders", 0, batch([value], timestamp_ms=START_MS),
+                         lambda answer, v=value: acked.append(v) if answer.error_code == 0 else None)
     assert sim.run_until(lambda: not sim.controller.image.partition("orders", 0).removing_replicas, 60_000)
     after = sim.controller.image.partition("orders", 0)
     assert after is not None
@@ -55,8 +59,10 @@ def test_moving_the_leaders_replica_to_a_new_broker(tmp_path: Path) -> None:
     assert sim.nodes[leader].broker.replica_manager.partition("orders", 0) is None
     records = decode_records(b"".join(s.log_path.read_bytes()
                                       for s in sim.nodes[spare].broker.topics.log("orders", 0).segments))
-    assert [value for _, _, value, _ in records] == [b"a", b"b", b"c"]
-    assert sim.produce("orders", 0, batch([b"d"], timestamp_ms=START_MS)).base_offset == 3  # the new leader carries on
+    values = [value for _, _, value, _ in records]
+    assert values[:3] == [b"a", b"b", b"c"] and set(acked) <= set(values) and acked
+    answer = sim.produce("orders", 0, batch([b"d"], timestamp_ms=START_MS))
+    assert answer.error_code == 0 and answer.base_offset == len(values)  # the new leader carries on
     sim.close()
 
 
