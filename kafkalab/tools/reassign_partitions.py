@@ -56,6 +56,19 @@ CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignm
                   "reassignment.")
 RUN_VERIFY = "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed."
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+# Options each action accepts beyond --bootstrap-server (Kafka's validateAndParseArgs).
+PERMITTED = {
+    "generate": {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
+    "execute": {"reassignment_json_file", "additional", "throttle", "replica_alter_log_dirs_throttle", "timeout"},
+    "verify": {"reassignment_json_file", "preserve_throttles"},
+    "cancel": {"reassignment_json_file", "preserve_throttles", "timeout"},
+    "list": set(),
+}
+NO_THROTTLE = -1  # the throttle options' default: set none
+TIMEOUT_MS_DEFAULT = 10_000  # --timeout's default in Kafka's tool
+_DEFAULTS = {"reassignment_json_file": None, "topics_to_move_json_file": None, "broker_list": None,
+             "disable_rack_aware": False, "throttle": NO_THROTTLE, "replica_alter_log_dirs_throttle": NO_THROTTLE,
+             "additional": False, "preserve_throttles": False, "timeout": TIMEOUT_MS_DEFAULT}
 Ongoing = dict[TopicPartition, tuple[list[int], list[int], list[int]]]  # replicas, adding, removing
 
 
@@ -71,10 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topics-to-move-json-file", help="For --generate: the topics to move.")
     parser.add_argument("--broker-list", help="For --generate: the brokers to move them to, e.g. 5,6.")
     parser.add_argument("--disable-rack-aware", action="store_true", help="Ignore racks in --generate.")
-    parser.add_argument("--throttle", type=int, default=-1, help="Replication throttle in bytes/s (--execute).")
+    parser.add_argument("--throttle", type=int, default=NO_THROTTLE, help="Replication throttle in bytes/s (--execute).")
+    parser.add_argument("--replica-alter-log-dirs-throttle", type=int, default=NO_THROTTLE,
+                        help="Log directory move throttle in bytes/s (--execute; kafkalab has one log directory).")
     parser.add_argument("--additional", action="store_true", help="Execute beside reassignments in progress.")
     parser.add_argument("--preserve-throttles", action="store_true", help="Leave throttles as they are.")
-    parser.add_argument("--timeout", type=int, default=10_000, help="Kept for Kafka's flags; unused.")
+    parser.add_argument("--timeout", type=int, default=TIMEOUT_MS_DEFAULT, help="Kept for Kafka's flags; unused.")
 
 
 def _read(path: str | None, flag: str) -> str:
@@ -205,11 +220,14 @@ def execute(conn: BrokerConnection, args: argparse.Namespace, out: TextIO) -> No
     current = {part: current[part] for part in targets}
     out.write(f"Current partition replica assignment\n\n{plan.format_reassignment(current)}\n\n"
               f"Save this to use as the --reassignment-json-file option during rollback\n")
-    if args.throttle >= 0:
+    if args.throttle >= 0 or args.replica_alter_log_dirs_throttle >= 0:
         out.write(RUN_VERIFY + "\n")
+    if args.throttle >= 0:
         set_throttles(conn, plan.move_map({p: (r, a) for p, (r, a, _) in ongoing.items()}, targets, current),
                       args.throttle)
         out.write(f"The inter-broker throttle limit was set to {args.throttle} B/s\n")
+    if args.replica_alter_log_dirs_throttle >= 0:  # no replica changes log directory here: no broker to set
+        out.write(f"The replica-alter-dir throttle limit was set to {args.replica_alter_log_dirs_throttle} B/s\n")
     errors = alter_reassignments(conn, targets)
     if errors:
         raise CommandError("Error reassigning partition(s):\n" + "\n".join(
@@ -283,6 +301,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, rng: random.Random 
     chosen = [a for a in ACTIONS if getattr(args, a)]
     if len(chosen) != 1:
         out.write(f"Command must include exactly one action: {', '.join('--' + a for a in ACTIONS)}\n")
+        return 1
+    misplaced = [k for k, default in _DEFAULTS.items() if getattr(args, k) != default and k not in PERMITTED[chosen[0]]]
+    if misplaced:
+        out.write(f"Option \"[{misplaced[0].replace('_', '-')}]\" can't be used with action \"[{chosen[0]}]\"\n")
         return 1
     try:
         with bootstrap(args.bootstrap_server, client_id="reassign-partitions-tool") as conn:

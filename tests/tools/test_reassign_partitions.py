@@ -95,6 +95,8 @@ def test_errors_as_kafka_reports_them(server, tmp_path, capsys):  # type: ignore
     assert capsys.readouterr().out == "Error: Unable to find partition: foo-7\n"
     assert main([*base, "--verify", "--execute"]) == 1
     assert capsys.readouterr().out.startswith("Command must include exactly one action")
+    assert main([*base, "--verify", "--reassignment-json-file", "x.json", "--throttle", "5"]) == 1
+    assert capsys.readouterr().out == 'Option "[throttle]" can\'t be used with action "[verify]"\n'
     # The controller's own answers, as an admin client that skips the tool's checks sees them.
     with bootstrap(server.bootstrap) as connection:
         response = connection.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, {"topics": [
