@@ -90,6 +90,7 @@ ElectionResult = tuple[str, int, ErrorCode, str | None]  # (topic, partition, er
 ReassignmentResult = tuple[str, int, ErrorCode, str | None]  # (topic, partition, error, message)
 OngoingReassignment = tuple[str, int, PartitionRegistration]  # a partition with adding/removing replicas
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+RECORDS_PER_USER_OP_MAX = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP: one request's batch
 
 
 class LocalController:
@@ -291,6 +292,10 @@ class LocalController:
             except (TopicError, ReassignmentError) as error:
                 results.append((topic, index, ErrorCode(error.error_code), str(error)))
                 continue
+            if changed is not None and (topic, index) not in changes and len(changes) >= RECORDS_PER_USER_OP_MAX:
+                results.append((topic, index, ErrorCode.UNKNOWN_SERVER_ERROR,
+                                f"The request changes more than {RECORDS_PER_USER_OP_MAX} partitions."))
+                continue
             if changed is not None:
                 changes[(topic, index)] = (topic, index, changed)
             results.append((topic, index, ErrorCode.NONE, None))
@@ -399,7 +404,7 @@ class LocalController:
 
 
 __all__ = [
-    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "ElectionResult", "OngoingReassignment", "ReassignmentResult", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
+    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "RECORDS_PER_USER_OP_MAX", "ElectionResult", "OngoingReassignment", "ReassignmentResult", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
     "TopicError",
     "check_partition_count", "validate_topic_name",
 ]

@@ -183,3 +183,14 @@ def test_a_request_that_forbids_changing_the_replication_factor() -> None:
     (_, _, error, _), = controller.alter_partition_reassignments(
         [("orders", 0, tuple(reversed(old.replicas)))], allow_replication_factor_change=False)
     assert error == ErrorCode.NONE
+
+
+def test_one_request_changes_a_bounded_number_of_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalab.controller import local
+    monkeypatch.setattr(local, "RECORDS_PER_USER_OP_MAX", 2)
+    controller = LocalController(list(BROKERS.values()), random.Random(3))
+    controller.create_topic("wide", 3, 2)
+    targets = [("wide", p, tuple(reversed(controller.image.partition("wide", p).replicas)))  # type: ignore[union-attr]
+               for p in range(3)]
+    assert [error for _, _, error, _ in controller.alter_partition_reassignments(targets)] == [
+        ErrorCode.NONE, ErrorCode.NONE, ErrorCode.UNKNOWN_SERVER_ERROR]
