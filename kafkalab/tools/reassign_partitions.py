@@ -69,7 +69,7 @@ TIMEOUT_MS_DEFAULT = 10_000  # --timeout's default in Kafka's tool
 _DEFAULTS = {"reassignment_json_file": None, "topics_to_move_json_file": None, "broker_list": None,
              "disable_rack_aware": False, "throttle": NO_THROTTLE, "replica_alter_log_dirs_throttle": NO_THROTTLE,
              "additional": False, "preserve_throttles": False, "timeout": TIMEOUT_MS_DEFAULT}
-Ongoing = dict[TopicPartition, tuple[list[int], list[int], list[int]]]  # replicas, adding, removing
+Ongoing = dict[TopicPartition, admin.Reassignment]
 
 
 class CommandError(KafkaError):
@@ -105,19 +105,7 @@ def _read(path: str | None, flag: str) -> str:
 
 
 def list_reassignments(conn: BrokerConnection, parts: Sequence[TopicPartition] | None = None) -> Ongoing:
-    request = SCHEMAS[ApiKey.LIST_PARTITION_REASSIGNMENTS][0].cls
-    topics = None
-    if parts is not None:
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in parts:
-            by_topic.setdefault(topic, []).append(partition)
-        topics = tuple(request.ListPartitionReassignmentsTopics(name=t, partition_indexes=tuple(p))
-                       for t, p in by_topic.items())
-    response = conn.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, request(timeout_ms=ADMIN_TIMEOUT_MS, topics=topics))
-    if response.error_code:
-        raise CommandError(f"Error: {ErrorCode(response.error_code).name}: {response.error_message}")
-    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
-            for t in response.topics for p in t.partitions}
+    return admin.list_partition_reassignments(conn, None if parts is None else list(parts))
 
 
 def alter_reassignments(conn: BrokerConnection, targets: Mapping[TopicPartition, Sequence[int] | None]) -> dict[TopicPartition, str]:
