@@ -174,6 +174,8 @@ def _rack_aware_replicas(ids: list[int], racks: Mapping[int, str | None], first:
     replicas = [ids[first]]
     k = 0
     while len(replicas) < replication_factor:
+        # Each pass over the other brokers places one more replica, so this never runs longer.
+        assert k < replication_factor * len(ids), f"no broker found for replica {len(replicas)} of {ids}"
         broker = ids[_replica_index(first, shift * rack_count, k, len(ids))]
         used_racks = {racks[b] for b in replicas}
         if ((racks[broker] not in used_racks or len(used_racks) == rack_count)
