@@ -51,7 +51,7 @@ from kafkalab.broker.coordinator_partitions import CoordinatorPartitions, intern
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
-from kafkalab.broker.handlers import describe_cluster, elect_leaders
+from kafkalab.broker.handlers import describe_cluster, elect_leaders, reassignments
 from kafkalab.broker.handlers.consumer_groups import CONSUMER_GROUP_HANDLERS
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
@@ -372,6 +372,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ELECT_LEADERS: elect_leaders.handle_elect_leaders,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle_describe_cluster,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,
