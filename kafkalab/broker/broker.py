@@ -282,6 +282,7 @@ class Broker:
             internal_topic_replication_factor(
                 _broker_int(self.config_store, node, "transaction.state.log.replication.factor"), lone_broker=self.lone),
             topic=TRANSACTION_STATE_TOPIC)
+        self.transaction_log = log  # FindCoordinator creates the topic through it
         return TransactionCoordinator(txn_settings, log, InProcessMarkerChannel(self, clock_ms),
                                       lambda: producer_id.next_producer_id(self),
                                       Scheduler(self.timer), clock_ms, owns_partition=self._leads_transaction_state)

@@ -318,3 +318,30 @@ def test_kafka_python_transactions_and_fencing(bootstrap: str, topic_name: str) 
     second.close(timeout=5)
     assert transactions(bootstrap, topic_name) == [("COMMIT", [b"kp-1"]), ("ABORT", [b"kp-2"])]
     assert committed_offset(bootstrap, "kp-group", topic_name, 0) == 4
+
+
+@pytest.mark.timeout(120)
+def test_first_transactional_ids_on_a_fresh_server(server_factory, tmp_path) -> None:
+    """On a server whose ``__transaction_state`` does not exist yet, the first FindCoordinator
+    creates it and answers COORDINATOR_NOT_AVAILABLE (Kafka's ``getCoordinator``): librdkafka
+    and Kafka's Java client both retry and then run their transactions to the end."""
+    bootstrap = server_factory(tmp_path / "data").bootstrap
+    create_topic(bootstrap, "fresh", partitions=2)
+    with connect(bootstrap) as conn:
+        found = conn.request(ApiKey.FIND_COORDINATOR, SCHEMAS[ApiKey.FIND_COORDINATOR][0].cls(
+            key="raw-app", key_type=1, coordinator_keys=("raw-app",)))
+    answer = found.coordinators[0] if found.coordinators else found
+    assert answer.error_code == 15  # COORDINATOR_NOT_AVAILABLE, while the topic is being made
+    producer = _confluent(bootstrap, "librdkafka-first")
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("fresh", b"one", partition=0)
+    producer.commit_transaction(30)
+    assert transactions(bootstrap, "fresh", 0) == [("COMMIT", [b"one"])]
+    client = java_client()
+    bootstrap = server_factory(tmp_path / "second").bootstrap  # a second fresh server, for the Java client
+    create_topic(bootstrap, "fresh", partitions=1)
+    out = client.run("TransactionalProducer", "new p1 java-first\nbegin p1\nsend p1 fresh 0 a\ncommit p1\n",
+                     bootstrap, timeout_s=60)
+    assert "ok commit" in out
+    assert transactions(bootstrap, "fresh", 0) == [("COMMIT", [b"a"])]
