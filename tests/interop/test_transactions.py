@@ -321,12 +321,12 @@ def test_kafka_python_transactions_and_fencing(bootstrap: str, topic_name: str) 
 
 
 @pytest.mark.timeout(120)
-def test_first_transactional_ids_on_a_fresh_server(server_factory, tmp_path) -> None:
+def test_first_transactional_id_on_a_fresh_server(server_factory, tmp_path) -> None:
     """On a server whose ``__transaction_state`` does not exist yet, the first FindCoordinator
-    creates it and answers COORDINATOR_NOT_AVAILABLE (Kafka's ``getCoordinator``): librdkafka
-    and Kafka's Java client both retry and then run their transactions to the end."""
+    creates it and answers COORDINATOR_NOT_AVAILABLE (Kafka's ``getCoordinator``); librdkafka
+    retries and runs its transaction to the end."""
     bootstrap = server_factory(tmp_path / "data").bootstrap
-    create_topic(bootstrap, "fresh", partitions=2)
+    create_topic(bootstrap, "fresh")
     with connect(bootstrap) as conn:
         found = conn.request(ApiKey.FIND_COORDINATOR, SCHEMAS[ApiKey.FIND_COORDINATOR][0].cls(
             key="raw-app", key_type=1, coordinator_keys=("raw-app",)))
@@ -338,9 +338,16 @@ def test_first_transactional_ids_on_a_fresh_server(server_factory, tmp_path) -> 
     producer.produce("fresh", b"one", partition=0)
     producer.commit_transaction(30)
     assert transactions(bootstrap, "fresh", 0) == [("COMMIT", [b"one"])]
+
+
+@pytest.mark.slow  # a JVM and a fresh server: ~5 s
+@pytest.mark.timeout(120)
+def test_java_client_first_transactional_id_on_a_fresh_server(server_factory, tmp_path) -> None:
+    """Kafka's Java client, the first to ask for a transaction coordinator on a fresh server,
+    gets COORDINATOR_NOT_AVAILABLE, retries, and commits."""
     client = java_client()
-    bootstrap = server_factory(tmp_path / "second").bootstrap  # a second fresh server, for the Java client
-    create_topic(bootstrap, "fresh", partitions=1)
+    bootstrap = server_factory(tmp_path / "data").bootstrap
+    create_topic(bootstrap, "fresh")
     out = client.run("TransactionalProducer", "new p1 java-first\nbegin p1\nsend p1 fresh 0 a\ncommit p1\n",
                      bootstrap, timeout_s=60)
     assert "ok commit" in out
