@@ -352,3 +352,37 @@ def test_java_client_first_transactional_id_on_a_fresh_server(server_factory, tm
                      bootstrap, timeout_s=60)
     assert "ok commit" in out
     assert transactions(bootstrap, "fresh", 0) == [("COMMIT", [b"a"])]
+
+
+@pytest.mark.timeout(120)
+def test_console_consumer_isolation_levels(bootstrap: str, topic_name: str, capsys) -> None:
+    """``kafkalab console-consumer --isolation-level`` against librdkafka's read_committed
+    consumer on a log holding a committed, an aborted and an open transaction."""
+    from kafkalab.tools.cli import main
+
+    create_topic(bootstrap, topic_name)
+    producer = _confluent(bootstrap, "console-app")
+    producer.init_transactions(30)
+    for values, commit in (([b"one", b"two"], True), ([b"three"], False), ([b"four"], None)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic_name, value, partition=0)
+        producer.flush(10)
+        if commit is not None:
+            (producer.commit_transaction if commit else producer.abort_transaction)(30)
+
+    def console(*extra: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["console-consumer", "--bootstrap-server", bootstrap, "--topic", topic_name,
+                     "--from-beginning", "--timeout-ms", "300", "--property", "print.offset=true",
+                     *extra]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    # Offsets: one 0, two 1, COMMIT 2, three 3, ABORT 4, four 5 (open).
+    everything = ["Offset:0\tone", "Offset:1\ttwo", "Offset:3\tthree", "Offset:5\tfour"]
+    assert console() == everything  # read_uncommitted is the default, as in Kafka's tool
+    assert console("--isolation-level", "read_committed") == ["Offset:0\tone", "Offset:1\ttwo"]
+    producer.commit_transaction(30)
+    assert console("--isolation-level", "read_committed") == ["Offset:0\tone", "Offset:1\ttwo", "Offset:5\tfour"]
+    assert read_committed(bootstrap, topic_name, 0, expected=3) == [b"one", b"two", b"four"]
+    assert console("--isolation-level", "read_uncommitted") == everything
