@@ -22,6 +22,11 @@ and otherwise waits in the produce purgatory (:mod:`kafkalab.broker.delayed_prod
 
 With ``acks=0`` there is no response; if any partition failed, the connection is closed so the
 producer learns something went wrong (Kafka's ``closeConnection`` for acks=0 errors).
+
+A transactional producer's first batch in a partition is appended only once the transaction
+coordinator confirms the partition is in its transaction (KIP-890 part 1,
+:mod:`kafkalab.broker.txn_verification`); an unverified one is answered INVALID_TXN_STATE and
+never reaches the log. When the coordinator is on another broker the request waits for its answer.
 """
 
 from __future__ import annotations
@@ -33,6 +38,13 @@ from typing import TYPE_CHECKING, Any
 from kafkalab.broker.delayed_produce import DELAYED_PRODUCES_MAX, Check, DelayedProduce, PendingPartition
 from kafkalab.broker.handlers.fetch import on_partition_appended
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Request
+from kafkalab.broker.txn_verification import (
+    VerificationResults,
+    VerifyRequest,
+    needs_verification,
+    refused,
+    verification_enabled,
+)
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.produce import PRODUCE_RESPONSE
@@ -52,18 +64,68 @@ class CloseConnection(KafkaError):
 
 def handle_produce(broker: Broker, request: Request) -> Any:
     body = request.body
-    version = request.header.api_version
     if body.acks not in (-1, 0, 1):
         code = ErrorCode.INVALID_REQUIRED_ACKS
         return _R(responses=tuple(
             _R.TopicProduceResponse(t.name, tuple(_P(index=p.index, error_code=code) for p in t.partition_data))
             for t in body.topic_data
         ))
+    verify, refused_now = _to_verify(broker, body)
+    if verify is None:
+        return _append_all(broker, request, refused_now)
+    # KIP-890: the transaction's first batch in a partition waits for the coordinator's word.
+    answered: list[dict[tuple[str, int], int]] = []
+    parked = False
+
+    def on_verified(results: VerificationResults) -> None:
+        refused_later = {**refused_now, **refused(results, verify.partitions, request.header.api_version)}
+        if parked:
+            broker.dispatch_later(lambda b, r: _append_all(b, r, refused_later), request)
+        else:
+            answered.append(refused_later)
+
+    broker.txn_verification.verify(verify, on_verified)
+    if answered:  # the coordinator is on this broker: answered at once
+        return _append_all(broker, request, answered[0])
+    parked = True
+    return PENDING
+
+
+def _to_verify(broker: Broker, body: Any) -> tuple[VerifyRequest | None, dict[tuple[str, int], int]]:
+    """What to ask the coordinator before appending (None: nothing), and partitions refused
+    already: a request's transactional batches must all be one producer's, as in Kafka."""
+    if not body.transactional_id:
+        return None, {}
+    wanted: list[tuple[str, int]] = []
+    producers: set[tuple[int, int]] = set()
+    for topic in body.topic_data:
+        for partition in topic.partition_data:
+            header = next(iter(iter_headers(partition.records)), None) if partition.records else None
+            if header is None or not header.is_transactional or header.producer_id < 0 or header.is_control:
+                continue
+            producers.add((header.producer_id, header.producer_epoch))
+            if needs_verification(broker, topic.name, partition.index, header.producer_id):
+                wanted.append((topic.name, partition.index))
+    if len(producers) > 1:
+        return None, {tp: ErrorCode.INVALID_PRODUCER_ID_MAPPING for tp in wanted}
+    if not wanted or not verification_enabled(broker):
+        return None, {}
+    ((producer_id, producer_epoch),) = producers
+    return VerifyRequest(body.transactional_id, producer_id, producer_epoch, tuple(wanted)), {}
+
+
+def _append_all(broker: Broker, request: Request, refused_partitions: dict[tuple[str, int], int]) -> Any:
+    """Append every partition's batch but the refused ones; answer now, never, or later (acks)."""
+    body = request.body
+    version = request.header.api_version
     results: dict[tuple[str, int], Any] = {}
     waiting: dict[tuple[str, int], PendingPartition] = {}
     for topic in body.topic_data:
         for partition in topic.partition_data:
             key = (topic.name, partition.index)
+            if key in refused_partitions:
+                results[key] = _refused(broker, key, refused_partitions[key])
+                continue
             results[key], check = _append(broker, key, partition.records, version, body.acks, request.now_ms)
             if check is not None:
                 waiting[key] = PendingPartition(check)
@@ -74,6 +136,14 @@ def handle_produce(broker: Broker, request: Request) -> Any:
     if not waiting:
         return _response(body, results)
     return _park(broker, request, results, waiting)
+
+
+def _refused(broker: Broker, key: tuple[str, int], error_code: int) -> Any:
+    hosted = broker.topics.partition(*key)
+    return _P(index=key[1], error_code=error_code, base_offset=-1,
+              error_message="Partition was not added to the transaction"
+              if error_code == ErrorCode.INVALID_TXN_STATE else None,
+              log_start_offset=hosted.log.log_start_offset if hosted is not None else -1)
 
 
 def _append(
