@@ -67,6 +67,9 @@ if TYPE_CHECKING:
 
 VERIFICATION_ENABLE = "transaction.partition.verification.enable"
 VERIFY_VERSION = 4  # AddPartitionsToTxn: the first version with verify_only, the brokers' form
+# Each Produce connection has one request in flight, so this many waiting verifications means
+# something is wrong with the coordinator's broker; more are refused with a retriable error.
+VERIFICATIONS_IN_FLIGHT_MAX = 10_000
 TRANSACTION_ABORTABLE_MIN_PRODUCE_VERSION = 11  # KIP-890: older producers get INVALID_TXN_STATE
 
 VerificationResults = dict[TopicPartition, int]
@@ -135,6 +138,8 @@ class TxnVerificationChannel:
                 request.transactional_id, request.producer_id, request.producer_epoch, request.partitions))
         elif found.error_code:
             on_complete({tp: found.error_code for tp in request.partitions})
+        elif len(self.in_flight) >= VERIFICATIONS_IN_FLIGHT_MAX:
+            on_complete({tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in request.partitions})
         else:
             request_id = next(self._request_ids)
             self.in_flight[request_id] = (request, on_complete)
