@@ -20,6 +20,15 @@ batch is in, the partition itself remembers the open transaction (its producer s
 ``current_txn_first_offset``), so later batches of the same transaction skip the question; after
 the marker closes it, the next transaction's first batch is verified again.
 
+When the coordinator is on another broker the answer arrives later, and meanwhile the
+transaction may have ended: the coordinator's ABORT marker can reach the partition before its
+"yes" does. So each verification leaves a *guard* for its (partition, producer) (Kafka's
+``VerificationGuard``); a marker or a transactional batch of that producer written to the
+partition removes it, and a batch whose guard is gone when the answer comes is refused
+INVALID_TXN_STATE, as if unverified -- unless the producer's transaction is open in the
+partition by then (a retry of the same Produce got in first), as Kafka's append allows. Without it the stale "yes" would let the batch open a
+transaction after the marker: the very hanging transaction verification is there to prevent.
+
 The coordinator's answer per partition becomes the Produce error as Kafka maps it:
 
 ====================================== =================================================
@@ -36,8 +45,8 @@ NETWORK_EXCEPTION (no answer)          NOT_ENOUGH_REPLICAS: retriable for every 
 anything else                          itself
 ====================================== =================================================
 
-The question travels through a :class:`VerificationChannel`, the same sans-I/O seam as the
-coordinator's marker channel. :class:`TxnVerificationChannel` asks the coordinator in process
+The question travels through :class:`TxnVerificationChannel`, a sans-I/O seam like the
+coordinator's marker channel: it asks the coordinator in process
 when it is on the same broker (always, on a lone broker); otherwise it queues an
 AddPartitionsToTxn v4 request with ``verify_only`` for the coordinator's broker, which the
 simulation carries as a message, and the Produce waits for the answer.
@@ -52,9 +61,9 @@ empty and its last stable offset stays at its high watermark.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.coordinator_partitions import coordinator_of
 from kafkalab.config.resolve import broker_value
@@ -70,6 +79,7 @@ VERIFY_VERSION = 4  # AddPartitionsToTxn: the first version with verify_only, th
 # Each Produce connection has one request in flight, so this many waiting verifications means
 # something is wrong with the coordinator's broker; more are refused with a retriable error.
 VERIFICATIONS_IN_FLIGHT_MAX = 10_000
+GUARDS_MAX = 2 * VERIFICATIONS_IN_FLIGHT_MAX  # each waiting verification holds a few
 TRANSACTION_ABORTABLE_MIN_PRODUCE_VERSION = 11  # KIP-890: older producers get INVALID_TXN_STATE
 
 VerificationResults = dict[TopicPartition, int]
@@ -93,13 +103,6 @@ class VerifyRequest:
     def __post_init__(self) -> None:
         assert self.transactional_id and self.producer_id >= 0, self
         assert self.partitions, "a verification names at least one partition"
-
-
-class VerificationChannel(Protocol):
-    """Asks the coordinator; calls ``on_complete`` exactly once, with one code per partition."""
-
-    def verify(self, request: VerifyRequest, on_complete: Callable[[VerificationResults], None]) -> None:
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,32 @@ class TxnVerificationChannel:
         self.queued: list[VerificationBatch] = []
         self.in_flight: dict[int, tuple[VerifyRequest, Callable[[VerificationResults], None]]] = {}
         self._request_ids = itertools.count(1)
+        # (partition, producer id) -> the guard of the verification under way there
+        self.guards: dict[tuple[TopicPartition, int], object] = {}
+
+    def start_guards(self, request: VerifyRequest) -> dict[TopicPartition, object]:
+        """The guard of each partition of ``request``, made before the question leaves; one
+        already under way for the same producer and partition (a retried Produce) is shared."""
+        if len(self.guards) >= GUARDS_MAX:
+            self.guards.clear()  # verifications under way then fail safe: their batches are refused
+        return {tp: self.guards.setdefault((tp, request.producer_id), object()) for tp in request.partitions}
+
+    def guard_holds(self, tp: TopicPartition, producer_id: int, guard: object) -> bool:
+        """True if no marker or batch of ``producer_id`` was written to ``tp`` since ``guard``."""
+        return self.guards.get((tp, producer_id)) is guard
+
+    def drop_guards(self, producer_id: int, guards: dict[TopicPartition, object], refused: Collection[
+            TopicPartition]) -> None:
+        """The batches of ``refused`` partitions will not be written: their guards go."""
+        for tp in refused:
+            if tp in guards and self.guard_holds(tp, producer_id, guards[tp]):
+                del self.guards[(tp, producer_id)]
+
+    def written(self, tp: TopicPartition, producer_id: int) -> None:
+        """A transactional batch or a marker of ``producer_id`` is in ``tp``'s log now (Kafka's
+        ``clearVerificationStateEntry``)."""
+        if self.guards:
+            self.guards.pop((tp, producer_id), None)
 
     def verify(self, request: VerifyRequest, on_complete: Callable[[VerificationResults], None]) -> None:
         broker = self.broker
@@ -217,6 +246,6 @@ def refused(results: VerificationResults, wanted: Sequence[TopicPartition], prod
 
 
 __all__ = [
-    "TxnVerificationChannel", "VERIFICATION_ENABLE", "VERIFY_VERSION", "VerificationBatch", "VerificationChannel",
+    "TxnVerificationChannel", "VERIFICATION_ENABLE", "VERIFY_VERSION", "VerificationBatch",
     "VerificationResults", "VerifyRequest", "needs_verification", "produce_error", "refused", "verification_enabled",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalab.broker.txn_verification import VERIFICATION_ENABLE, produce_error
+from kafkalab.broker.txn_verification import VERIFICATION_ENABLE, TxnVerificationChannel, produce_error
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
 from tests.broker._harness import Harness
@@ -82,14 +82,13 @@ def test_only_a_transactions_first_batch_in_a_partition_asks_the_coordinator(tmp
     h = Harness(tmp_path, properties=SMALL)
     h.create_topic("orders")
     asked: list[Any] = []
-    channel = h.broker.txn_verification
 
-    class Counting:
+    class Counting(TxnVerificationChannel):
         def verify(self, request: Any, on_complete: Any) -> None:
             asked.append(request.partitions)
-            channel.verify(request, on_complete)
+            super().verify(request, on_complete)
 
-    h.broker.txn_verification = Counting()
+    h.broker.txn_verification = Counting(h.broker)
     pid, epoch = _begin(h, [0])
     for sequence in range(3):
         assert _produce(h, 0, txn_batch(pid, epoch, sequence, [b"v"])).error_code == 0
@@ -124,3 +123,57 @@ def test_coordinator_answers_become_produce_errors_as_in_kafka():
                       ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
         assert produce_error(retriable, old) == ErrorCode.NOT_ENOUGH_REPLICAS
     assert produce_error(ErrorCode.INVALID_PRODUCER_ID_MAPPING, old) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+
+
+class _Held(TxnVerificationChannel):
+    """A coordinator far away: each question waits until the test releases its answer."""
+
+    def __init__(self, broker: Any) -> None:
+        super().__init__(broker)
+        self.held: list[tuple[Any, Any]] = []
+
+    def verify(self, request: Any, on_complete: Any) -> None:
+        self.held.append((request, on_complete))
+
+
+def _park(h: Harness, pid: int, epoch: int) -> tuple[_Held, int]:
+    channel = _Held(h.broker)
+    h.broker.txn_verification = channel
+    body = {"transactional_id": TXN, "acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": "orders", "partition_data": [{"index": 0, "records": txn_batch(pid, epoch, 0, [b"a"])}]}]}
+    correlation_id = h.send(ApiKey.PRODUCE, 9, body)
+    assert h.outgoing() == [] and len(channel.held) == 1  # parked until the coordinator answers
+    return channel, correlation_id
+
+
+def _answer(h: Harness, correlation_id: int) -> Any:
+    [out] = h.outgoing()
+    return h.decode(out, ApiKey.PRODUCE, 9, correlation_id).responses[0].partition_responses[0]
+
+
+def test_a_late_yes_is_applied_while_the_transaction_is_still_open(tmp_path):
+    h = Harness(tmp_path, properties=SMALL)
+    h.create_topic("orders")
+    pid, epoch = _begin(h, [0])
+    channel, correlation_id = _park(h, pid, epoch)
+    _request, on_complete = channel.held.pop()
+    on_complete({("orders", 0): ErrorCode.NONE})
+    assert _answer(h, correlation_id).error_code == 0
+    assert _offsets(h, 0) == (1, 0) and channel.guards == {}
+
+
+def test_a_yes_that_arrives_after_the_abort_marker_is_void(tmp_path):
+    """Kafka's VerificationGuard: the coordinator said yes, then the transaction was aborted and
+    its marker written before the yes reached the leader. Appending now would open a
+    transaction after its own marker, one nothing would ever close."""
+    h = Harness(tmp_path, properties=SMALL)
+    h.create_topic("orders")
+    pid, epoch = _begin(h, [0])
+    channel, correlation_id = _park(h, pid, epoch)
+    ended = h.call(ApiKey.END_TXN, 0, {"transactional_id": TXN, "producer_id": pid, "producer_epoch": epoch,
+                                       "committed": False}, connection_id=2)
+    assert ended.error_code == 0 and _offsets(h, 0) == (1, 1)  # the ABORT marker, closing nothing here
+    _request, on_complete = channel.held.pop()
+    on_complete({("orders", 0): ErrorCode.NONE})  # the stale yes
+    assert _answer(h, correlation_id).error_code == ErrorCode.INVALID_TXN_STATE
+    assert _offsets(h, 0) == (1, 1) and len(stored_batches(h, "orders", 0)) == 1

@@ -75,19 +75,25 @@ def handle_produce(broker: Broker, request: Request) -> Any:
         return _append_all(broker, request, refused_now)
     # KIP-890: the transaction's first batch in a partition waits for the coordinator's word.
     answered: list[dict[tuple[str, int], int]] = []
-    parked = False
+    guards: dict[tuple[str, int], object] = {}  # made only if the answer does not come at once
+    channel = broker.txn_verification
 
     def on_verified(results: VerificationResults) -> None:
         refused_later = {**refused_now, **refused(results, verify.partitions, request.header.api_version)}
-        if parked:
-            broker.dispatch_later(lambda b, r: _append_all(b, r, refused_later), request)
-        else:
+        if not guards:
             answered.append(refused_later)
+            return
+        # The transaction may have ended while the question travelled: a marker voided the guard.
+        refused_later.update({tp: ErrorCode.INVALID_TXN_STATE for tp, guard in guards.items()
+                              if tp not in refused_later and not channel.guard_holds(tp, verify.producer_id, guard)
+                              and needs_verification(broker, *tp, verify.producer_id)})
+        channel.drop_guards(verify.producer_id, guards, refused_later)
+        broker.dispatch_later(lambda b, r: _append_all(b, r, refused_later), request)
 
-    broker.txn_verification.verify(verify, on_verified)
+    channel.verify(verify, on_verified)
     if answered:  # the coordinator is on this broker: answered at once
         return _append_all(broker, request, answered[0])
-    parked = True
+    guards.update(channel.start_guards(verify))
     return PENDING
 
 
@@ -167,6 +173,9 @@ def _append(
         return _P(index=index, error_code=error.error_code, error_message=str(error), base_offset=-1,
                   log_start_offset=start), None
     on_partition_appended(broker, topic, index)
+    header = next(iter(iter_headers(records)), None)
+    if header is not None and header.is_transactional:
+        broker.txn_verification.written(key, header.producer_id)
     answer = _P(index=index, error_code=0, base_offset=info.first_offset,
                 log_append_time_ms=info.log_append_time_ms, log_start_offset=info.log_start_offset)
     if acks != -1:
