@@ -48,7 +48,7 @@ from kafkalab.broker.txn_verification import (
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.produce import PRODUCE_RESPONSE
-from kafkalab.records.header import Compression, iter_headers
+from kafkalab.records.header import BatchHeader, Compression, iter_headers
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
@@ -163,7 +163,7 @@ def _append(
             raise KafkaError(f"This server does not host this topic-partition: {topic}-{index}",
                              error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         broker.check_online(hosted.log)
-        _check_batches(records, version)
+        header = _check_batches(records, version)
         assert records is not None
         info = hosted.partition.append_records_to_leader(records, acks, now_ms, in_place=True)  # the frame is ours
     except KafkaError as error:
@@ -173,7 +173,6 @@ def _append(
         return _P(index=index, error_code=error.error_code, error_message=str(error), base_offset=-1,
                   log_start_offset=start), None
     on_partition_appended(broker, topic, index)
-    header = next(iter(iter_headers(records)), None)
     if header is not None and header.is_transactional:
         broker.txn_verification.written(key, header.producer_id)
     answer = _P(index=index, error_code=0, base_offset=info.first_offset,
@@ -217,13 +216,14 @@ def _response(body: Any, results: dict[tuple[str, int], Any]) -> Any:
     ))
 
 
-def _check_batches(records: bytes | memoryview | None, version: int) -> None:
+def _check_batches(records: bytes | memoryview | None, version: int) -> BatchHeader | None:
+    """The batch's header once the client's rules are checked (None: no complete batch)."""
     if not records:
         raise KafkaError("Produce carries no record batch", error_code=ErrorCode.INVALID_RECORD)
     headers = iter(iter_headers(records))
     header = next(headers, None)
     if header is None:
-        return  # no complete batch: the log reports the torn bytes as CORRUPT_MESSAGE
+        return None  # no complete batch: the log reports the torn bytes as CORRUPT_MESSAGE
     if header.magic != 2:
         raise KafkaError(
             f"Produce v{version} requires magic 2 record batches, got magic {header.magic}",
@@ -247,3 +247,4 @@ def _check_batches(records: bytes | memoryview | None, version: int) -> None:
             f"zstd batches need Produce v{ZSTD_MIN_PRODUCE_VERSION}+, got v{version}",
             error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
         )
+    return header
