@@ -286,12 +286,11 @@ class Broker:
             state_partitions=_broker_int(self.config_store, node, "transaction.state.log.num.partitions"),
             max_timeout_ms=_broker_int(self.config_store, node, "transaction.max.timeout.ms"),
             transactional_id_expiration_ms=_broker_int(self.config_store, node, "transactional.id.expiration.ms"))
-        log = BrokerCoordinatorLog(
+        log = self.txn_log = BrokerCoordinatorLog(
             self, txn_settings.state_partitions, _broker_int(self.config_store, node, "transaction.state.log.segment.bytes"),
             internal_topic_replication_factor(
                 _broker_int(self.config_store, node, "transaction.state.log.replication.factor"), lone_broker=self.lone),
             topic=TRANSACTION_STATE_TOPIC)
-        self.transaction_log = log  # FindCoordinator creates the topic through it
         return TransactionCoordinator(txn_settings, log, InProcessMarkerChannel(self, clock_ms),
                                       lambda: producer_id.next_producer_id(self),
                                       Scheduler(self.timer), clock_ms, owns_partition=self._leads_transaction_state)

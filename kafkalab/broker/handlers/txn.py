@@ -57,7 +57,7 @@ def transaction_coordinators(broker: Broker, transactional_ids: Sequence[str]) -
     ``transaction.state.log.replication.factor``) or the id's partition has no live leader."""
     if transactional_ids and broker.topics.get(TRANSACTION_STATE_TOPIC) is None:
         try:
-            broker.transaction_log.ensure_topic()
+            broker.txn_log.ensure_topic()
         except TopicError:
             pass  # tried again at the client's retry: enough brokers may have registered by then
         return [CoordinatorAnswer(ErrorCode.COORDINATOR_NOT_AVAILABLE) for _ in transactional_ids]
