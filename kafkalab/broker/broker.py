@@ -63,6 +63,7 @@ from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.topics import TopicRegistry
+from kafkalab.broker.txn_verification import TxnVerificationChannel
 from kafkalab.config import DynamicConfigStore
 from kafkalab.config.resolve import broker_value
 from kafkalab.broker.local_metadata import open_local_controller
@@ -156,6 +157,9 @@ class Broker:
                                       for hosted in self.replica_manager
                                       if hosted.partition.topic == OFFSETS_TOPIC and hosted.partition.is_leader], ())
         self.txn_coordinator = self._transaction_coordinator(clock_ms or timer.now_ms)
+        # KIP-890: a leader asks the coordinator before a transaction's first batch; requests to
+        # another broker's coordinator wait in the channel for the adapter to deliver them.
+        self.txn_verification = TxnVerificationChannel(self)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
         self.log_dir_failures = LogDirFailureChannel(log_store.log_dirs)
@@ -202,6 +206,11 @@ class Broker:
             return
         self.respond(request.connection_id, request.header.api_key, request.header.api_version,
                      request.header.correlation_id, response)
+
+    def dispatch_later(self, handler: Handler, request: Request) -> None:
+        """Finish a request whose handler returned PENDING: run ``handler`` now, as ``handle``
+        would have, and send (or park again) what it returns."""
+        self._dispatch(handler, request)
 
     def respond(self, connection_id: int, api_key: int, api_version: int, correlation_id: int, body: Any) -> None:
         self._send(connection_id, encode_response(api_key, api_version, correlation_id, body))
@@ -277,7 +286,7 @@ class Broker:
             state_partitions=_broker_int(self.config_store, node, "transaction.state.log.num.partitions"),
             max_timeout_ms=_broker_int(self.config_store, node, "transaction.max.timeout.ms"),
             transactional_id_expiration_ms=_broker_int(self.config_store, node, "transactional.id.expiration.ms"))
-        log = BrokerCoordinatorLog(
+        log = self.txn_log = BrokerCoordinatorLog(
             self, txn_settings.state_partitions, _broker_int(self.config_store, node, "transaction.state.log.segment.bytes"),
             internal_topic_replication_factor(
                 _broker_int(self.config_store, node, "transaction.state.log.replication.factor"), lone_broker=self.lone),

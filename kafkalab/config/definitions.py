@@ -213,6 +213,8 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("transaction.state.log.load.buffer.size", I, 5242880, "Read size when loading transaction state.", at_least(1)),
     ConfigKey("transaction.max.timeout.ms", I, 900000, "Largest transaction timeout a producer may ask for.", at_least(1)),
     ConfigKey("transactional.id.expiration.ms", I, 604800000, "Forget a transactional id idle for this long.", at_least(1)),
+    ConfigKey("transaction.partition.verification.enable", B, True,
+              "Ask the coordinator before a transaction's first batch in a partition (KIP-890).", None, CW),
     ConfigKey("transactions.remove.expired.transaction.cleanup.interval.ms", I, 3600000,
               "How often the transaction coordinator looks for expired transactional ids.", at_least(1)),
     ConfigKey("producer.id.expiration.ms", I, 86400000, "Forget an idempotent producer idle for this long.", at_least(1), CW),

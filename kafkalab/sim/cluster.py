@@ -45,6 +45,7 @@ from kafkalab.broker.broker import Broker
 from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker
+from kafkalab.broker.txn_verification import VERIFY_VERSION
 from kafkalab.client.consumer import ConsumerCore, RebalanceEvent, Request
 from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
 from kafkalab.clock import ManualClock
@@ -396,6 +397,19 @@ class SimCluster:
             correlation_id = int.from_bytes(data[4:8], "big")
             self.network.send(node.node_id, destination, ("response", correlation_id, data[4:]),
                               self.clock.milliseconds())
+        self._send_txn_verifications(node)
+
+    def _send_txn_verifications(self, node: SimNode) -> None:
+        """A partition leader's KIP-890 questions go to the transaction coordinators' brokers."""
+        channel = node.broker.txn_verification
+        for batch in channel.take_requests():
+            self._send(node.node_id, batch.destination, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, batch.body,
+                       functools.partial(self._verification_answered, node, channel, batch.request_id),
+                       on_timeout=functools.partial(channel.on_failure, batch.request_id))
+
+    def _verification_answered(self, node: SimNode, channel: Any, request_id: int, response: Any) -> None:
+        channel.on_response(request_id, response)
+        self._ship_responses(node)  # the Produce it held is answered now
 
     def _connection_of(self, src: Any) -> int:
         """The connection a broker sees a sender's requests on."""
