@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ErrorCode
+from kafkalab.group.admin import GroupAdministration
 from kafkalab.group.consumer.coordinator import ConsumerGroupCoordinator, ConsumerGroupSettings, TopicLookup
 from kafkalab.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafkalab.group.group import ClassicGroup, Member
@@ -99,8 +100,9 @@ class SyncResult:
 Respond = Callable[[Any], None]
 
 
-class GroupCoordinator:
-    """Every classic group this node coordinates. Not thread-safe; owned by one broker."""
+class GroupCoordinator(GroupAdministration):
+    """Every classic group this node coordinates. Not thread-safe; owned by one broker. The
+    group-wide APIs (list, describe, delete, expire, load) are in :mod:`kafkalab.group.admin`."""
 
     def __init__(self, settings: GroupSettings, log: CoordinatorLog, timer: Timer, rng: random.Random,
                  clock_ms: Callable[[], int] | None = None, topics: TopicLookup | None = None,
@@ -556,59 +558,3 @@ class GroupCoordinator:
                                    current_state_timestamp=self.now_ms, members=members)
         return self.log.append(self.partition_of(group.group_id),
                                [(group_metadata_key(group.group_id), group_metadata_value(value))], self.now_ms)
-
-    # --- groups as a whole: list, describe, delete, expire, load --------------------------
-
-    def list_groups(self, states: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
-        """(group id, protocol type, state) of every live group, filtered as ListGroups v4/v5."""
-        wanted_states = {s.lower() for s in states}
-        wanted_types = {t.lower() for t in types}
-        return [
-            (group.group_id, group.protocol_type or "", group.state.value)
-            for group in sorted(self.groups.values(), key=lambda g: g.group_id)
-            if not group.is_in(S.DEAD)
-            and (not wanted_states or group.state.value.lower() in wanted_states)
-            and (not wanted_types or "classic" in wanted_types)
-        ]
-
-    def describe_group(self, group_id: str) -> ClassicGroup | None:
-        group = self.groups.get(group_id)
-        return None if group is None or group.is_in(S.DEAD) else group
-
-    def delete_group(self, group_id: str, now_ms: int) -> int:
-        """DeleteGroups for one group: only an Empty group may go (NON_EMPTY_GROUP)."""
-        self.now_ms = now_ms
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            error = self.consumer.delete_group(consumer_group)
-            if error == E.NONE:
-                self.offsets.delete_group_offsets(group_id, now_ms)
-            return error
-        group = self.groups.get(group_id)
-        if self.coordinator_error(group_id):
-            return self.coordinator_error(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return E.GROUP_ID_NOT_FOUND
-        if not group.is_in(S.EMPTY):
-            return E.NON_EMPTY_GROUP
-        self.offsets.delete_group_offsets(group_id, now_ms)
-        group.transition(GroupEvent.GROUP_REMOVED, now_ms)
-        del self.groups[group_id]
-        return E.NONE
-
-    def remove_group(self, group: ClassicGroup, now_ms: int) -> None:
-        """An Empty group whose offsets all expired: tombstone it and forget it."""
-        self.log.append(self.partition_of(group.group_id), [(group_metadata_key(group.group_id), None)], now_ms)
-        group.transition(GroupEvent.GROUP_REMOVED, now_ms)
-        self.groups.pop(group.group_id, None)
-
-    def expire_offsets(self, now_ms: int) -> int:
-        self.now_ms = now_ms
-        return self.offsets.expire(now_ms)
-
-    def load(self, now_ms: int) -> int:
-        """Rebuild groups and offsets from the whole log (Kafka's coordinator load); the number
-        of records replayed. A broker loads one partition at a time instead, as it is elected."""
-        from kafkalab.group.ownership import load_all
-
-        return load_all(self, now_ms)
