@@ -291,13 +291,16 @@ def _check_few(records: bytes | bytearray | memoryview, headers: list[BatchHeade
                 raise InvalidRecordError(
                     f"Compacted topic cannot accept message without key: record {delta} of the batch "
                     f"at byte {header.position} has a null key")
-    for header, deltas in batches if bounds is not None else ():
+    if bounds is None:
+        return
+    lower, upper = bounds
+    for header, deltas in batches:
         for delta, record in deltas:
-            if record.timestamp != NO_TIMESTAMP and not bounds[0] <= record.timestamp <= bounds[1]:
+            if record.timestamp != NO_TIMESTAMP and not lower <= record.timestamp <= upper:
                 raise InvalidTimestampError(
                     f"Timestamp {record.timestamp} of message with offset "
                     f"{_INT64.unpack_from(records, header.position)[0] + delta} is out "
-                    f"of range. The timestamp should be within [{bounds[0]}, {bounds[1]}]")
+                    f"of range. The timestamp should be within [{lower}, {upper}]")
 
 
 def _check_timestamps(columns: RecordColumns, lower: int, upper: int) -> None:
