@@ -19,6 +19,10 @@ Kafka: UNKNOWN_MEMBER_ID for a member id the group does not know, ILLEGAL_GENERA
 generation, REBALANCE_IN_PROGRESS when a heartbeat or commit arrives mid-rebalance,
 FENCED_INSTANCE_ID when a static member's instance id now belongs to another member id.
 
+A group id that belongs to a KIP-848 consumer group with members is served there instead: its
+classic members' JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to
+:mod:`kafkalab.group.consumer.classic_members` (a rolling upgrade between the protocols).
+
 Worked example (initial delay 3000 ms, session timeout 10000 ms): c1 and c2 join at t=0; at
 t=3000 both get generation 1 (c1 leads); c2 stops heartbeating after t=3000, so at t=13000 its
 DelayedHeartbeat expires, the group moves to PreparingRebalance, c1's next heartbeat answers
@@ -35,6 +39,7 @@ from typing import Any
 
 from kafkalab.errors import ErrorCode
 from kafkalab.group.admin import GroupAdministration
+from kafkalab.group.consumer import classic_members
 from kafkalab.group.consumer.coordinator import ConsumerGroupCoordinator, ConsumerGroupSettings, TopicLookup
 from kafkalab.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafkalab.group.group import ClassicGroup, Member
@@ -42,6 +47,7 @@ from kafkalab.group.log import CoordinatorLog
 from kafkalab.group.offsets import OffsetStore
 from kafkalab.group.partitioner import partition_for
 from kafkalab.group.records import GroupMetadataValue, MemberMetadata, group_metadata_key, group_metadata_value
+from kafkalab.group.requests import JoinRequest, JoinResult, Respond, SyncResult
 from kafkalab.group.state import GroupEvent, GroupState
 from kafkalab.purgatory import DelayedOperationPurgatory
 from kafkalab.timer import Timer
@@ -62,42 +68,6 @@ class GroupSettings:
     offsets_partitions: int = 50  # offsets.topic.num.partitions
     offsets_retention_ms: int = 10080 * 60_000  # offsets.retention.minutes
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
-
-
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    api_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    error_code: int
-    member_id: str = ""
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    members: tuple[tuple[str, str | None, bytes], ...] = ()  # (member id, instance id, metadata)
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error_code: int
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-Respond = Callable[[Any], None]
 
 
 class GroupCoordinator(GroupAdministration):
@@ -149,9 +119,10 @@ class GroupCoordinator(GroupAdministration):
         if error:
             return JoinResult(error, member_id=request.member_id)
         consumer_group = self.consumer.groups.get(request.group_id)
-        if consumer_group is not None:  # an Empty one gives way, as in Kafka; kafkalab mixes no protocols
-            if consumer_group.members:
-                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id)
+        if consumer_group is not None:  # an Empty one gives way, as in Kafka
+            if consumer_group.members:  # a classic member of a consumer group (a rolling upgrade)
+                self.consumer.now_ms = max(self.consumer.now_ms, now_ms)
+                return classic_members.join(self.consumer, consumer_group, request)
             self.consumer.delete_group(consumer_group)
         group = self.groups.get(request.group_id)
         if group is None:
@@ -361,6 +332,10 @@ class GroupCoordinator(GroupAdministration):
         group = self.groups.get(group_id)
         if self.coordinator_error(group_id):
             return SyncResult(self.coordinator_error(group_id))
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return classic_members.sync(self.consumer, consumer_group, generation_id, member_id, instance_id,
+                                        protocol_type, protocol_name)
         if group is None:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
         error = self.check_member(group, member_id, instance_id)
@@ -450,6 +425,9 @@ class GroupCoordinator(GroupAdministration):
         group = self.groups.get(group_id)
         if self.coordinator_error(group_id):
             return self.coordinator_error(group_id)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return classic_members.heartbeat(self.consumer, consumer_group, generation_id, member_id, instance_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
         error = self.check_member(group, member_id, instance_id)
@@ -468,6 +446,9 @@ class GroupCoordinator(GroupAdministration):
         group = self.groups.get(group_id)
         if self.coordinator_error(group_id):
             return [self.coordinator_error(group_id) for _ in members]
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return classic_members.leave(self.consumer, consumer_group, members)
         if group is None or group.is_in(S.DEAD):
             return [E.UNKNOWN_MEMBER_ID for _ in members]
         results: list[int] = []
@@ -513,6 +494,21 @@ class GroupCoordinator(GroupAdministration):
             member.join_callback(JoinResult(E.UNKNOWN_MEMBER_ID, member_id=member_id))
             member.join_callback = None
         self._answer_sync(member, SyncResult(E.UNKNOWN_MEMBER_ID))
+
+    def hand_over(self, group: ClassicGroup, now_ms: int) -> None:
+        """The group becomes a consumer group (KIP-848's online upgrade): waiting JoinGroups and
+        SyncGroups answer REBALANCE_IN_PROGRESS, sessions end, and the group gets its tombstone."""
+        for member in group.members.values():
+            callback, member.join_callback = member.join_callback, None
+            if callback is not None:
+                callback(JoinResult(E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+            self._answer_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
+        for member_id in [*group.members, *group.pending_members]:
+            self._cancel_heartbeat(group, member_id)
+        self._end_pending_sync(group)
+        self.remove_group(group, now_ms)
+        if group.join_operation is not None:
+            group.join_operation.force_complete()  # finds the group Dead and does nothing
 
     # --- sessions -------------------------------------------------------------------------
 
