@@ -424,7 +424,8 @@ def _consumer_group_settings(config_store: DynamicConfigStore, broker_id: str,
         session_timeout_ms=_broker_int(config_store, broker_id, "group.consumer.session.timeout.ms"),
         heartbeat_interval_ms=_broker_int(config_store, broker_id, "group.consumer.heartbeat.interval.ms"),
         assignors=assignors, max_size=_broker_int(config_store, broker_id, "group.consumer.max.size"),
-        offsets_partitions=group_settings.offsets_partitions)
+        offsets_partitions=group_settings.offsets_partitions,
+        migration_policy=str(broker_value(config_store.layers(), broker_id, "group.consumer.migration.policy")))
 
 
 __all__ = ["HANDLERS", "Broker", "Outgoing", "Request"]

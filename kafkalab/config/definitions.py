@@ -205,6 +205,7 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("group.consumer.heartbeat.interval.ms", I, 5000, "Heartbeat interval of consumer-protocol group members.", at_least(1)),
     ConfigKey("group.consumer.assignors", LIST, ["uniform", "range"], "Server-side assignors of consumer-protocol groups; the first is the default.", None),
     ConfigKey("group.consumer.max.size", I, INT_MAX, "Most members a consumer-protocol group may have.", at_least(1)),
+    ConfigKey("group.consumer.migration.policy", STR, "bidirectional", "Online conversion between classic and consumer groups: disabled, upgrade, downgrade or bidirectional.", ValidString(("disabled", "upgrade", "downgrade", "bidirectional"))),
     # --- transactions and __transaction_state -------------------------------------------------
     ConfigKey("transaction.state.log.num.partitions", I, 50, "Partitions of __transaction_state.", at_least(1)),
     ConfigKey("transaction.state.log.replication.factor", S, 3, "Replication factor of __transaction_state.", at_least(1)),
