@@ -44,9 +44,10 @@ from kafkalab.records.header import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     V2_HEADER_SIZE,
+    increment_sequence,
 )
 from kafkalab.records.model import Header
-from kafkalab.records.v2 import encode_record, seal_v2_batch
+from kafkalab.records.v2 import decode_v2, encode_record, seal_v2_batch
 
 TopicPartition = tuple[str, int]
 BATCH_OVERHEAD_BYTES = V2_HEADER_SIZE  # what one batch costs before its first record
@@ -149,6 +150,43 @@ class ProducerBatch:
             if log_append_time_ms >= 0:
                 timestamp = log_append_time_ms
             future.complete(RecordMetadata(topic, partition, offset, timestamp, key_size, value_size))
+
+    def split(self, batch_size: int) -> list[ProducerBatch]:
+        """The records of a batch the broker refused as too large (MESSAGE_TOO_LARGE), in smaller
+        batches: Kafka's ``ProducerBatch.split``. Each keeps this batch's creation time (for
+        ``delivery.timeout.ms``) and its records' futures; with idempotence they take this batch's
+        sequences in order, so the partition's sequence numbers do not move.
+
+        Kafka splits down to ``batch.size``, which helps when it packed more than that under
+        compression; kafkalab never puts more than ``batch.size`` uncompressed bytes in a batch,
+        so the parts also hold at most half the refused batch's bytes (two or three parts). Repeated refusals (a topic's
+        ``max.message.bytes`` far below ``batch.size``) so reach single records in log2(n) rounds,
+        where Kafka would split into the same batch until ``delivery.timeout.ms`` (KAFKA-8350).
+        Worked example: ten 1 KiB records (about 10.4 KB) split into two batches of five."""
+        assert len(self.records) > 1, "a single record cannot be split"
+        half_bytes = BATCH_OVERHEAD_BYTES + (self.size_bytes - BATCH_OVERHEAD_BYTES + 1) // 2
+        limit = min(batch_size, half_bytes)
+        parts: list[ProducerBatch] = []
+        records = decode_v2(seal_v2_batch(
+            b"".join(self.records), len(self.records), base_offset=0, last_offset_delta=len(self.records) - 1,
+            base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp, attributes=0)).records
+        for record, thunk in zip(records, self.thunks, strict=True):
+            args = (record.timestamp, record.key, record.value, record.headers)
+            if not parts or not parts[-1].try_append(*args, limit, thunk.future):
+                if parts:
+                    parts[-1].closed = True
+                # off the accumulator's buffer.memory, as Kafka's split batches: the refused
+                # batch's memory is given back instead
+                parts.append(ProducerBatch(self.topic, self.partition, self.created_ms, capacity_bytes=0))
+                parts[-1].try_append(*args, limit, thunk.future)
+        parts[-1].closed = True
+        if self.base_sequence != NO_SEQUENCE:
+            sequence = self.base_sequence
+            for part in parts:
+                part.set_producer_state(self.producer_id, self.producer_epoch, sequence)
+                sequence = increment_sequence(sequence, part.record_count)
+        self.done = True
+        return parts
 
     def fail(self, error: KafkaError) -> None:
         self.done = True
@@ -282,6 +320,20 @@ class RecordAccumulator:
         """Put a batch that will be retried back at the head of its partition's queue: in
         sequence order when it has one, so that a retry never overtakes an earlier batch."""
         batch.last_attempt_ms = now_ms
+        self._insert_in_sequence_order(batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch) -> int:
+        """Kafka's ``splitAndReenqueue``: replace a batch refused as too large by its
+        :meth:`~ProducerBatch.split` parts, at the head of its queue, as if never tried (no retry
+        backoff; their ``linger.ms`` has passed). Returns how many parts there are."""
+        parts = batch.split(self.config.batch_size)
+        self.deallocate(batch)
+        for part in reversed(parts):
+            self.incomplete.add(part)
+            self._insert_in_sequence_order(part)
+        return len(parts)
+
+    def _insert_in_sequence_order(self, batch: ProducerBatch) -> None:
         queue = self.batches.setdefault(batch.tp, deque())
         position = 0
         if batch.base_sequence != NO_SEQUENCE:
