@@ -50,7 +50,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.storage.checkpoints import TopicPartition
 
 SELECT_WAIT_MAX_MS = 100  # never sleep longer than this, so a caller's own timeout is honoured
-CLOSE_WAIT_MS = 5_000  # how long close() waits for the LeaveGroup answer
+CLOSE_WAIT_MS = 5_000  # how long close() waits for the LeaveGroup answer, or a last commit's
 CONNECT_TIMEOUT_MS = 10_000  # socket.connection.setup.timeout.max.ms is 30 s; a local broker answers fast
 
 Listener = Callable[[RebalanceEvent], None]
@@ -105,7 +105,7 @@ class KafkaConsumer:
         self.core.subscribe(topics, self.clock.milliseconds())
 
     def assign(self, partitions: list[TopicPartition]) -> None:
-        self.core.assign(partitions)
+        self.core.assign(partitions, self.clock.milliseconds())
 
     def assignment(self) -> list[TopicPartition]:
         return self.core.assignment()
@@ -159,7 +159,7 @@ class KafkaConsumer:
     def close(self) -> None:
         """Commit (with ``enable.auto.commit``), leave the group, close the sockets."""
         try:
-            if self.core.member is not None and self.config.enable_auto_commit:
+            if self.config.group_id is not None and self.config.enable_auto_commit:
                 self.commit_async(None, None)  # best effort, as Kafka's close: a rebalance may refuse it
             self.core.close(self.clock.milliseconds())
             end_ms = self.clock.milliseconds() + CLOSE_WAIT_MS
@@ -202,12 +202,12 @@ class KafkaConsumer:
         self._expire(self.clock.milliseconds())
 
     def _address(self, request: Request) -> tuple[str, int]:
-        member = self.core.member
+        coordinator = self.core.coordinator
         if request.destination is None:
             live = [a for a in self._connections if a in self._bootstrap]
             return live[0] if live else self._bootstrap[0]
-        if member is not None and member.coordinator is not None and member.coordinator.node_id == request.destination:
-            return member.coordinator.host, member.coordinator.port
+        if coordinator is not None and coordinator.node_id == request.destination:
+            return coordinator.host, coordinator.port
         return self.core.brokers[request.destination]
 
     def _send(self, request: Request, now_ms: int) -> None:
