@@ -145,7 +145,7 @@ class KafkaProducer:
     # --- the application's side ---------------------------------------------------------------
 
     def send(self, record: ProducerRecord, callback: Callback | None = None) -> FutureRecordMetadata:
-        now = self._now()
+        now = self.clock.milliseconds()
         result = self.core.send(record, now, callback)
         while isinstance(result, PendingSend):
             self.run_once(BLOCKED_WAIT_MS)
