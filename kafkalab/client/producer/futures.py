@@ -50,11 +50,12 @@ class FutureRecordMetadata:
 
     __slots__ = ("_callbacks", "_driver", "_error", "_metadata", "key_size", "timestamp", "value_size")
 
-    def __init__(self, driver: Driver | None = None, callbacks: list[Callback] | None = None,
+    def __init__(self, driver: Driver | None = None, callbacks: tuple[Callback, ...] = (),
                  key_size: int = -1, value_size: int = -1) -> None:
         self._metadata: RecordMetadata | None = None
         self._error: KafkaError | None = None
-        self._callbacks: list[Callback] = [] if callbacks is None else callbacks  # run in this order
+        self._callbacks = callbacks  # run in this order, once; () after
+
         self._driver = driver
         self.key_size, self.value_size = key_size, value_size
         self.timestamp = -1
@@ -65,7 +66,7 @@ class FutureRecordMetadata:
     def add_callback(self, callback: Callback) -> None:
         """Run ``callback`` on completion (at once if already complete)."""
         if self._metadata is None and self._error is None:
-            self._callbacks.append(callback)
+            self._callbacks += (callback,)
         else:
             callback(self._metadata, self._error)
 
@@ -82,10 +83,11 @@ class FutureRecordMetadata:
         (in C) rather than through the named tuple's Python ``__new__``."""
         assert not self.done(), f"record already completed: {self._metadata or self._error}"
         timestamp = self.timestamp if log_append_time_ms < 0 else log_append_time_ms
-        self._metadata = tuple.__new__(RecordMetadata, (topic, partition, offset, timestamp,
-                                                        self.key_size, self.value_size))
-        if self._callbacks:
-            self._run_callbacks()
+        metadata = self._metadata = tuple.__new__(RecordMetadata, (topic, partition, offset, timestamp,
+                                                                   self.key_size, self.value_size))
+        callbacks, self._callbacks = self._callbacks, ()
+        for callback in callbacks:
+            callback(metadata, None)
 
     def fail(self, error: KafkaError) -> None:
         assert not self.done(), f"record already completed: {self._metadata or self._error}"
@@ -93,7 +95,7 @@ class FutureRecordMetadata:
         self._run_callbacks()
 
     def _run_callbacks(self) -> None:
-        callbacks, self._callbacks = self._callbacks, []
+        callbacks, self._callbacks = self._callbacks, ()
         for callback in callbacks:
             callback(self._metadata, self._error)
 

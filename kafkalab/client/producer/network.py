@@ -59,39 +59,49 @@ SELECT_WAIT_MAX_MS = 100  # never sleep longer than this, so a caller's own time
 BLOCKED_WAIT_MS = 10  # between retries of a send waiting for metadata or memory
 CLOSE_DRAIN_S = 1.0  # how long close() reads a broker's last bytes after sending FIN
 WRITER_POLL_S = 0.1  # how often a full queue's writer is checked for having died
-WRITER_QUEUE_MAX = 8  # requests queued for one socket: max.in.flight (5) and a few acks=0 ones
+WRITER_QUEUE_MAX = 8  # unwritten requests for one socket: max.in.flight (5) and a few acks=0 ones
 
 
 class _Writer:
     """Writes one connection's requests, in order, on a thread of its own.
 
-    The only thread in the producer, and it touches nothing but one socket and its queue:
+    The only thread in the producer, and it touches nothing but one socket and its queues:
     copying a 1 MB request into the kernel takes a millisecond or more, and the thread releases
     the GIL while it does, so ``send`` goes on batching meanwhile -- the reason Kafka gives the
     network its own (Sender) thread. Reading stays on the caller's thread (a socket is
-    full-duplex: one thread may write while another reads)."""
+    full-duplex: one thread may write while another reads).
+
+    Both queues are ``SimpleQueue``, whose ``put`` and ``get`` run in C: with ``queue.Queue``
+    (a Python condition variable) each hand-over made the two threads trade the GIL several
+    times, and on a busy machine every trade waits for the scheduler."""
 
     def __init__(self, sock: socket.socket, name: str) -> None:
         self.sock = sock
-        # Bounded: when the broker reads slower than we produce, write() waits for the kernel
-        # (acks=0 requests free their buffer.memory as soon as they are queued).
-        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=WRITER_QUEUE_MAX)
+        self.queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        # Bounded by tokens: write() takes one per request and the thread gives it back once
+        # the request is written, so when the broker reads slower than we produce, write()
+        # waits for the kernel (acks=0 requests free their buffer.memory as soon as queued).
+        self.slots: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(WRITER_QUEUE_MAX):
+            self.slots.put(None)
         self.error: OSError | None = None
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
-    def write(self, data: bytes | None) -> None:
-        """Queue ``data`` (None: stop after what is queued); waits while the queue is full, and
-        gives up once the writer has died."""
+    def write(self, data: bytes) -> None:
+        """Queue ``data``; waits while ``WRITER_QUEUE_MAX`` requests are unwritten, and gives up
+        once the writer has died."""
         while self.error is None:
             try:
-                self.queue.put(data, timeout=WRITER_POLL_S)
-                return
-            except queue.Full:
+                self.slots.get(timeout=WRITER_POLL_S)
+            except queue.Empty:
                 continue
+            self.queue.put(data)
+            return
 
     def stop(self) -> None:
-        self.write(None)
+        """Stop after the requests already queued."""
+        self.queue.put(None)
 
     def _run(self) -> None:
         while (data := self.queue.get()) is not None:
@@ -100,6 +110,7 @@ class _Writer:
             except OSError as error:
                 self.error = error
                 return
+            self.slots.put(None)
 
 
 def _close_gracefully(connection: BrokerConnection) -> None:

@@ -121,12 +121,10 @@ class Producer:
     def send(self, record: ProducerRecord, now_ms: int, callback: Callback | None = None
              ) -> FutureRecordMetadata | PendingSend:
         """Intercept, serialize and try to append ``record``; see :meth:`resume` for a pending one."""
-        callbacks: list[Callback] = []  # interceptors hear of the outcome before the callback
-        if self.interceptors.chain:
+        callbacks: tuple[Callback, ...] = () if callback is None else (callback,)
+        if self.interceptors.chain:  # they hear of the outcome before the callback
             record = self.interceptors.on_send(record)
-            callbacks.append(self.interceptors.on_acknowledgement)
-        if callback is not None:
-            callbacks.append(callback)
+            callbacks = (self.interceptors.on_acknowledgement, *callbacks)
         key = self.key_serializer(record.topic, record.key)
         value = self.value_serializer(record.topic, record.value)
         future = FutureRecordMetadata(self.driver, callbacks, -1 if key is None else len(key),
