@@ -117,6 +117,8 @@ class Producer:
         self.interceptors = Interceptors(tuple(interceptors))
         self.driver = driver  # how future.get() runs the adapter's I/O
         self._record_bytes_max = min(config.max_request_size, config.buffer_memory)  # see _refuse_size
+        # A batch filled or opened since the last poll: Kafka's send() wakes the Sender thread then
+        self.wakeup_needed = False
 
     def send(self, record: ProducerRecord, now_ms: int, callback: Callback | None = None
              ) -> FutureRecordMetadata | PendingSend:
@@ -159,6 +161,8 @@ class Producer:
         if result.blocked:
             return self._wait(pending or PendingSend(record, key, value, future, now_ms + self.config.max_block_ms),
                               now_ms, "memory")
+        if result.enable_switch:  # the batch is full, or a new one opened behind another
+            self.wakeup_needed = True
         if pending is not None and pending.waiting_for == "memory":
             self.accumulator.blocked_appends -= 1
         if sticky:
@@ -195,6 +199,7 @@ class Producer:
     # --- what the adapter calls -----------------------------------------------------------------
 
     def poll(self, now_ms: int) -> list[OutboundRequest]:
+        self.wakeup_needed = False
         return self.sender.poll(now_ms)
 
     def on_response(self, request_id: int, body: Any, now_ms: int) -> None:
