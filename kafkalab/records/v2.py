@@ -85,7 +85,7 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None,
     parts = [b"\x00", encode_varlong(timestamp_delta), encode_varint(offset_delta),
              _NULL_LENGTH if key is None else encode_varint(len(key)) + key,
              _NULL_LENGTH if value is None else encode_varint(len(value)) + value,
-             encode_varint(len(headers))]
+             encode_varint(len(headers)) if headers else b"\x00"]
     for header in headers:
         parts.append(_encode_bytes(header.key.encode("utf-8")))
         parts.append(_encode_bytes(header.value))

@@ -100,18 +100,21 @@ class ProducerBatch:
         returns the bytes appended, 0 when the record must go to a new batch."""
         if self.closed:
             return 0
-        if not self.records:
+        records = self.records
+        count = len(records)
+        if not count:
             self.base_timestamp = timestamp
-        encoded = encode_record(len(self.records), timestamp - self.base_timestamp, key, value, headers)
-        if self.records and self.size_bytes + len(encoded) > limit_bytes:
+        encoded = encode_record(count, timestamp - self.base_timestamp, key, value, headers)
+        size = len(encoded)
+        if count and self.size_bytes + size > limit_bytes:
             return 0
-        self.records.append(encoded)
-        self.size_bytes += len(encoded)
+        records.append(encoded)
+        self.size_bytes += size
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
         future.timestamp = timestamp
         self.futures.append(future)
-        return len(encoded)
+        return size
 
     def is_full(self, batch_size: int) -> bool:
         return self.closed or self.size_bytes >= batch_size
