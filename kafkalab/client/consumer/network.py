@@ -135,7 +135,13 @@ class KafkaConsumer:
             self._run_listener()
             records = self.core.take_records(self.clock.milliseconds())
             now_ms = self.clock.milliseconds()
-            if records or now_ms >= end_ms:
+            if records:
+                # As Kafka's KafkaConsumer.poll: send the fetches now due (a partition whose
+                # buffer these records emptied) before returning, so that the broker's answer
+                # travels while the application handles the records.
+                self.run_once(0)
+                return records
+            if now_ms >= end_ms:
                 return records
             self.run_once(min(end_ms - now_ms, SELECT_WAIT_MAX_MS))
 
