@@ -15,8 +15,9 @@ this module only moves bytes. Each turn of :meth:`KafkaConsumer.run_once`:
 
 Because sockets never block, a JoinGroup parked at the coordinator for a whole rebalance does
 not hold up fetches from other brokers. ``poll`` runs turns until records are ready or its
-timeout passes, then calls the rebalance listener for anything assigned or revoked meanwhile;
-``commit_sync`` runs turns until its OffsetCommit is answered.
+timeout passes (and, with records, one more turn that sends the fetches they made due, as
+Kafka's ``KafkaConsumer.poll`` does), then calls the rebalance listener for anything assigned
+or revoked meanwhile; ``commit_sync`` runs turns until its OffsetCommit is answered.
 
 Worked example::
 
