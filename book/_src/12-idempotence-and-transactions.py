@@ -447,11 +447,13 @@ my_prediction = "INVALID_PRODUCER_EPOCH"
 
 # %% tags=["check"]
 late_write = zombie.produce("orders", 1, [b"too-late"]).error.name
-check_prediction(my_prediction, late_write, right=f"{late_write}: the partition knows a newer epoch for this "
-                 "producer id (Kafka's Java client raises InvalidProducerEpochException; its next request to "
-                 "the coordinator is answered PRODUCER_FENCED)",
-                 hint="the partition leader, not the coordinator, answers a Produce; what does it know about "
-                 "this producer id since the ABORT marker?")
+check_prediction(my_prediction, late_write, right=f"{late_write}: this batch would open a transaction in "
+                 "orders-1, so the leader first asks the coordinator (transaction verification, KIP-890), which "
+                 "knows a newer epoch and answers PRODUCER_FENCED; a Produce reports that as "
+                 "INVALID_PRODUCER_EPOCH. With transaction.partition.verification.enable=false the partition's "
+                 "own check gives the same answer: its ABORT marker carried the new epoch",
+                 hint="the partition leader answers a Produce; what do it, and the coordinator it may ask, know "
+                 "about this producer id since the ABORT marker?")
 ### BEGIN HIDDEN TESTS
 assert "too-late" not in values(fetch(broker, "orders", 1, 0).records)
 ### END HIDDEN TESTS
