@@ -253,10 +253,7 @@ class _Run:
     names: tuple[str, ...]
     codec: struct.Struct
     singles: tuple[tuple[str, ReadFn, WriteFn], ...]  # the same fields one by one
-
-    @property
-    def what(self) -> str:
-        return "fields " + ", ".join(self.names)
+    what: str  # how an error names the run: "fields a, b"; built once, read on every run
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +356,8 @@ def _merge_runs(untagged: list[tuple[str, ReadFn, WriteFn]], codes: list[str | N
         if end - index >= 2:
             run = tuple(untagged[index:end])
             fmt = ">" + "".join(code for code in codes[index:end] if code is not None)
-            steps.append(_Run(tuple(name for name, _, _ in run), struct.Struct(fmt), run))
+            names = tuple(name for name, _, _ in run)
+            steps.append(_Run(names, struct.Struct(fmt), run, "fields " + ", ".join(names)))
             index = end
         else:
             steps.append(untagged[index])
@@ -389,7 +387,7 @@ def _array_codec(
         count = reader.array_count(compact, nullable)
         if count == -1:
             return None
-        return tuple(read_one(reader) for _ in range(count))
+        return tuple([read_one(reader) for _ in range(count)])
 
     def write(writer: Writer, value: Any) -> None:
         if value is None:
@@ -409,10 +407,8 @@ def _element_codec(fld: Field, version: int, flexible: bool, nullable: bool) -> 
         struct = fld.struct
         if nullable:
             return _nullable_struct_codec(struct, version, flexible)
-        return (
-            lambda r: struct.read(r, version, flexible),
-            lambda w, v: struct.write(w, v, version, flexible),
-        )
+        plan = struct.plan(version, flexible)  # a nested struct's plan, found once
+        return plan.read, plan.write
     factory = _PRIMITIVE_CODECS[fld.element_type]
     return factory(flexible, nullable, fld.name)
 
