@@ -52,10 +52,12 @@ instead of seven reads, each with its own bounds check.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import struct
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from kafkalab.errors import ProtocolError, UnsupportedVersionError
@@ -254,6 +256,7 @@ class _Run:
     codec: struct.Struct
     singles: tuple[tuple[str, ReadFn, WriteFn], ...]  # the same fields one by one
     what: str  # how an error names the run: "fields a, b"; built once, read on every run
+    values: Callable[[Any], tuple[Any, ...]]  # the run's values from a message, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,18 +324,19 @@ class _Plan:
                 )
 
     def write(self, writer: Writer, value: Any) -> None:
-        get = _getter(value, self.defaults)
+        if isinstance(value, dict):  # for convenience in tests: a plain dict, defaults filled in
+            value = SimpleNamespace(**{**self.defaults, **value})
         for step in self.steps:
             if type(step) is tuple:
-                step[2](writer, get(step[0]))
+                step[2](writer, getattr(value, step[0]))
             else:
-                writer.fixed_run(step.codec, [get(name) for name in step.names], step.names)
+                writer.fixed_run(step.codec, step.values(value), step.names)
         if not self.flexible:
             return
         present = []
         for tag in sorted(self.tagged):
             name, _, write = self.tagged[tag]
-            tag_value = get(name)
+            tag_value = getattr(value, name)
             if tag_value != self.defaults[name]:
                 present.append((tag, write, tag_value))
         writer.uvarint(len(present))
@@ -357,19 +361,13 @@ def _merge_runs(untagged: list[tuple[str, ReadFn, WriteFn]], codes: list[str | N
             run = tuple(untagged[index:end])
             fmt = ">" + "".join(code for code in codes[index:end] if code is not None)
             names = tuple(name for name, _, _ in run)
-            steps.append(_Run(names, struct.Struct(fmt), run, "fields " + ", ".join(names)))
+            steps.append(_Run(names, struct.Struct(fmt), run, "fields " + ", ".join(names),
+                              operator.attrgetter(*names)))
             index = end
         else:
             steps.append(untagged[index])
             index += 1
     return tuple(steps)
-
-
-def _getter(value: Any, defaults: dict[str, Any]) -> Callable[[str], Any]:
-    """Field access for dataclass instances and, for convenience in tests, plain dicts."""
-    if isinstance(value, dict):
-        return lambda name: value.get(name, defaults[name])
-    return lambda name: getattr(value, name)
 
 
 def _codec(fld: Field, version: int, flexible: bool) -> tuple[ReadFn, WriteFn]:
