@@ -266,7 +266,7 @@ class _Plan:
     cls: Any
     defaults: dict[str, Any]
     untagged: tuple[tuple[str, ReadFn, WriteFn], ...]
-    tagged: dict[int, tuple[str, ReadFn, WriteFn]]  # tag -> (field name, read, write)
+    tagged: dict[int, tuple[str, ReadFn, WriteFn]]  # tag -> (field name, read, write), tag order
     flexible: bool
     steps: tuple[Any, ...]  # ``untagged`` with runs of fixed-width fields merged into _Run
 
@@ -287,7 +287,8 @@ class _Plan:
             else:
                 untagged.append((fld.name, read, write))
                 codes.append(FIXED_CODES.get(fld.type) if fld.struct is None else None)
-        return _Plan(struct.cls, defaults, tuple(untagged), tagged, flexible, _merge_runs(untagged, codes))
+        return _Plan(struct.cls, defaults, tuple(untagged), dict(sorted(tagged.items())), flexible,
+                     _merge_runs(untagged, codes))
 
     def read(self, reader: Reader) -> Any:
         values: dict[str, Any] = {}
@@ -334,8 +335,7 @@ class _Plan:
         if not self.flexible:
             return
         present = []
-        for tag in sorted(self.tagged):
-            name, _, write = self.tagged[tag]
+        for tag, (name, _, write) in self.tagged.items():  # in tag order, as KIP-482 requires
             tag_value = getattr(value, name)
             if tag_value != self.defaults[name]:
                 present.append((tag, write, tag_value))
