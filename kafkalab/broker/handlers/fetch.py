@@ -212,7 +212,7 @@ def _partition(wanted: Any, error_code: int, offsets: _Offsets, records: Any,
               aborted_transactions=aborted, records=records)
 
 
-@functools.lru_cache(maxsize=ANSWERS_CACHED)
+@functools.lru_cache(maxsize=ANSWERS_CACHED, typed=True)  # typed: an ErrorCode is not shared as an int
 def _answer_without_records(partition: int, error_code: int, offsets: _Offsets, records: bytes | None,
                             aborted: tuple[Any, ...] | None) -> Any:
     """An answer with no records in it, shared as :func:`_aborted_entry` shares its entries: a
