@@ -290,7 +290,7 @@ class Broker:
             self, txn_settings.state_partitions, _broker_int(self.config_store, node, "transaction.state.log.segment.bytes"),
             internal_topic_replication_factor(
                 _broker_int(self.config_store, node, "transaction.state.log.replication.factor"), lone_broker=self.lone),
-            topic=TRANSACTION_STATE_TOPIC)
+            txn_settings.request_timeout_ms, topic=TRANSACTION_STATE_TOPIC)
         self.txn_markers = None if self.lone else TxnMarkerChannelManager(self, clock_ms)
         channel = InProcessMarkerChannel(self, clock_ms) if self.txn_markers is None else self.txn_markers
         return TransactionCoordinator(txn_settings, log, channel, lambda: producer_id.next_producer_id(self),

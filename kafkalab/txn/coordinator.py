@@ -1,4 +1,4 @@
-"""The transaction coordinator: InitProducerId, AddPartitionsToTxn, EndTxn, timeouts, markers.
+"""The transaction coordinator: InitProducerId, AddPartitionsToTxn, EndTxn, timeouts, markers, leadership.
 
 Theory of operation
 -------------------
@@ -11,17 +11,31 @@ One committed transaction, as Kafka's ``TransactionCoordinator`` runs it::
     markers sent through the MarkerChannel; orders-0 answers NONE
                                        -> CompleteCommit                        (record written)
 
-Every change is written to ``__transaction_state`` first and applied in memory after, so a
-coordinator that loads the log (:meth:`TransactionCoordinator.load`) rebuilds the same state; a
-transaction it finds in PrepareCommit or PrepareAbort gets its markers sent again, exactly as
-Kafka's ``loadTransactionsForTxnTopicPartition`` does. The state table
-(:mod:`kafkalab.txn.state`) decides each request; the checks before it follow Kafka: an unknown
-transactional id or another producer id is INVALID_PRODUCER_ID_MAPPING, an older epoch
-PRODUCER_FENCED.
+Every change is written to ``__transaction_state`` first and applied in memory only once the
+partition's ISR has it (acks=all, :meth:`~kafkalab.group.log.CoordinatorLog.when_committed`),
+so a coordinator that loads the log rebuilds the same state, and nothing a client was told can
+be lost with the leader. While a record is on its way the id answers CONCURRENT_TRANSACTIONS.
+The state table (:mod:`kafkalab.txn.state`) decides each request; the checks before it follow
+Kafka: an unknown transactional id or another producer id is INVALID_PRODUCER_ID_MAPPING, an
+older epoch PRODUCER_FENCED.
 
-The coordinator of an id is the leader of its ``__transaction_state`` partition
-(:func:`partition_for`); requests for ids of partitions another broker leads are answered
-NOT_COORDINATOR, and the client asks FindCoordinator again.
+*Leadership.* The coordinator of an id is the leader of its ``__transaction_state`` partition
+(:func:`partition_for`), followed through the broker's
+:class:`~kafkalab.broker.coordinator_partitions.CoordinatorPartitions`, as the group coordinator
+follows ``__consumer_offsets``. Elected, it replays the partition
+(:meth:`TransactionCoordinator.load_partition`, Kafka's ``loadTransactionsForTxnTopicPartition``):
+a transaction found in PrepareCommit or PrepareAbort gets its markers sent again, an Ongoing one
+its timeout re-armed. The partition's leader epoch becomes its *coordinator epoch*, carried in
+every marker; a partition refuses markers of an older coordinator epoch than the last it
+wrote (TRANSACTION_COORDINATOR_FENCED), so a deposed coordinator cannot end a transaction
+its successor already ended. Resigning, it forgets the partition's ids
+(:meth:`~TransactionCoordinator.unload_partition`); a write or marker answer that arrives
+after is ignored, and requests get NOT_COORDINATOR, so the client looks the coordinator up again.
+
+Worked example (three brokers): ``__transaction_state-7`` is led by broker 1 at leader epoch 0.
+EndTxn(commit) is answered once brokers 2 and 3 have the PrepareCommit record; broker 1 dies
+before any marker. The controller makes broker 2 leader at epoch 1; broker 2 loads partition 7,
+finds PrepareCommit and sends the COMMIT markers with coordinator epoch 1.
 
 *Fencing.* An InitProducerId that finds a transaction Ongoing (a new instance of the producer
 took over) bumps the epoch and aborts that transaction first, answering CONCURRENT_TRANSACTIONS;
@@ -81,6 +95,7 @@ class TxnSettings:
     max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
     transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
     marker_retry_backoff_ms: int = 100  # retry.backoff.ms of Kafka's marker channel
+    request_timeout_ms: int = 30_000  # how long a write may wait for the ISR (Kafka's request.timeout.ms default)
 
 
 @dataclass(frozen=True, slots=True)
