@@ -359,9 +359,11 @@ class Broker:
         """Kafka's ``tryCompleteDelayedRequests``: a moved HW may complete acks=all produces and
         fetches waiting for bytes that are now committed."""
         key = (topic, partition)
-        if topic == OFFSETS_TOPIC:
+        # The coordinators' logs exist once their partitions are followed; a HW that moves while
+        # the broker registers (before that) has no coordinator write waiting on it.
+        if topic == OFFSETS_TOPIC and self.group_partitions is not None:
             self.offsets_log.high_watermark_moved(partition)
-        elif topic == TRANSACTION_STATE_TOPIC:
+        elif topic == TRANSACTION_STATE_TOPIC and self.txn_partitions is not None:
             self.txn_log.high_watermark_moved(partition)
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
