@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from kafkalab.broker.handlers.fetch import on_partition_appended
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.log import KeyValue
 from kafkalab.group.partitioner import OFFSETS_TOPIC
@@ -81,6 +82,7 @@ class BrokerCoordinatorLog:
         except KafkaError as error:
             self.broker.on_storage_error(error)  # a failed disk goes offline even if the caller copes
             raise
+        on_partition_appended(self.broker, self.topic, partition)  # followers parked on it fetch now
         return info.first_offset
 
     def when_committed(self, partition: int, offset: int, callback: Callable[[int], None]) -> None:

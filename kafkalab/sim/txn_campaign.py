@@ -26,7 +26,7 @@ wait             100 ms to 5 s pass
 ===============  =====================================================================
 
 At the end the producers stop, the network heals, every broker runs again and the cluster
-settles; then every partition is read whole with read_committed. The history -- each
+settles (every transaction ended, every log replicated and stable; at most a minute); then every partition is read whole with read_committed. The history -- each
 transaction's outcome as its producer saw it, the reads during the run and the final reads --
 goes to :func:`kafkalab.sim.txn_checker.check`, which names every anomaly it finds (aborted
 read, partial read, lost write, duplicate, read past the LSO, hanging transaction). Any anomaly
@@ -65,6 +65,7 @@ from kafkalab.sim.invariants import InvariantViolation
 from kafkalab.sim.network import LinkFaults
 from kafkalab.sim.txn_checker import Outcome, Read, TxnWrite, check, summary
 from kafkalab.txn.coordinator import TRANSACTION_STATE_TOPIC, partition_for
+from kafkalab.txn.state import TransactionState
 
 TOPIC, PARTITIONS = "orders", 6
 TXN_STATE_PARTITIONS = 5
@@ -72,10 +73,10 @@ PRODUCERS = 3
 STEPS_DEFAULT = 20
 TXN_TIMEOUT_MS = 10_000  # transaction.timeout.ms: an abandoned transaction aborts after it
 CLIENT_TIMEOUT_MS = 10_000  # the clients' request.timeout.ms
-BACKOFF_MS = 200  # retry.backoff.ms
-ATTEMPTS_MAX = 250  # retries of one step (about 50 s of backoff) before starting over
+BACKOFF_MS = 100  # retry.backoff.ms (default)
+ATTEMPTS_MAX = 500  # retries of one step (about 50 s of backoff) before starting over
 POLL_INTERVAL_MS = 500
-SETTLE_MS = 60_000  # at the end: fencing, elections, timeouts and lost marker requests resolved
+SETTLE_MS = 60_000  # at most, at the end: fencing, elections, timeouts and lost marker requests resolved
 FINAL_FETCHES_MAX = 1_000  # a bound on one partition's final read
 FAULTS = LinkFaults(delay_min_ms=1, delay_max_ms=10)
 ACTIONS = ("crash-coord", "crash-on-commit", "crash-on-commit", "crash-leader", "isolate", "heal", "restart",
@@ -297,7 +298,7 @@ def fetch(cluster: SimCluster, node: int, tp: TopicPartition, position: int,
 @dataclass(frozen=True, slots=True)
 class TxnRunResult:
     seed: int
-    actions: Counter[str]
+    actions: Counter[str]  # drawn, and "crashed-on-commit" for each crash-on-commit that fired
     outcomes: Counter[str]  # transactions by outcome
     reads: int  # read_committed answers with records during the run
     records_read: int  # records in the final reads
@@ -323,7 +324,7 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> TxnRunResult:
         for _ in range(steps):
             action = rng.choice(ACTIONS)
             actions[action] += 1
-            _act(cluster, rng, action, producers)
+            _act(cluster, rng, action, producers, actions)
             cluster.run_for(rng.randint(100, 5_000) if action == "wait" else rng.randint(200, 3_000))
         for client in (*producers, poller):
             client.stop()
@@ -331,7 +332,7 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> TxnRunResult:
         for node_id, node in cluster.nodes.items():
             if not node.alive:
                 cluster.restart(node_id)
-        cluster.run_for(SETTLE_MS)
+        cluster.run_until(lambda: _quiet(cluster), SETTLE_MS)
         final = [_read_whole(cluster, (TOPIC, p)) for p in range(PARTITIONS)]
         anomalies = check(history, poller.reads, final)
         if anomalies:
@@ -343,7 +344,8 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> TxnRunResult:
         cluster.close()
 
 
-def _act(cluster: SimCluster, rng: random.Random, action: str, producers: list[TxnProducer]) -> None:
+def _act(cluster: SimCluster, rng: random.Random, action: str, producers: list[TxnProducer],
+         actions: Counter[str]) -> None:
     alive = sorted(n for n, node in cluster.nodes.items() if node.alive)
     everyone_up = len(alive) == len(cluster.nodes)
     producer = rng.choice(producers)
@@ -352,7 +354,7 @@ def _act(cluster: SimCluster, rng: random.Random, action: str, producers: list[T
         if coordinator is not None:
             cluster.crash(coordinator)
     elif action == "crash-on-commit":
-        producer.on_committed = lambda node: _crash_if_all_up(cluster, node)
+        producer.on_committed = lambda node: _crash_if_all_up(cluster, node, actions)
     elif action == "crash-leader" and everyone_up:
         ending = [p for p in producers if p.phase == "end"] or producers
         partitions = rng.choice(ending).partitions or ((TOPIC, rng.randrange(PARTITIONS)),)
@@ -368,9 +370,27 @@ def _act(cluster: SimCluster, rng: random.Random, action: str, producers: list[T
         cluster.restart(rng.choice(sorted(set(cluster.nodes) - set(alive))))
 
 
-def _crash_if_all_up(cluster: SimCluster, node: int) -> None:
+def _crash_if_all_up(cluster: SimCluster, node: int, actions: Counter[str]) -> None:
     if all(n.alive for n in cluster.nodes.values()):
         cluster.crash(node)
+        actions["crashed-on-commit"] += 1  # the hook fired: a coordinator died mid-commit
+
+
+def _quiet(cluster: SimCluster) -> bool:
+    """Has the cluster settled: no transaction open or being ended on any coordinator, and
+    every leader's log replicated and stable (LSO = HW = log end offset)?"""
+    open_states = (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT,
+                   TransactionState.PREPARE_EPOCH_FENCE)
+    for node in cluster.nodes.values():
+        if not node.alive or any(m.state in open_states or m.pending_write
+                                 for m in node.broker.txn_coordinator.transactions.values()):
+            return False
+    for topic, count in ((TOPIC, PARTITIONS), (TRANSACTION_STATE_TOPIC, TXN_STATE_PARTITIONS)):
+        for partition in range(count):
+            log = cluster.nodes[cluster.leader(topic, partition)].broker.topics.log(topic, partition)
+            if log is None or not log.last_stable_offset == log.high_watermark == log.log_end_offset:
+                return False
+    return True
 
 
 def _read_whole(cluster: SimCluster, tp: TopicPartition) -> Read:
