@@ -165,8 +165,8 @@ class Broker:
                                                     self._unload_transactions)
         self.txn_partitions.follow([(TRANSACTION_STATE_TOPIC, hosted.partition.partition)
                                     for hosted in self.replica_manager
-                                    if hosted.partition.topic == TRANSACTION_STATE_TOPIC and hosted.partition.is_leader],
-                                   ())
+                                    if hosted.partition.topic == TRANSACTION_STATE_TOPIC
+                                    and hosted.partition.is_leader], ())
 
     # --- the adapter's interface --------------------------------------------------------------
 

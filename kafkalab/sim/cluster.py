@@ -424,7 +424,9 @@ class SimCluster:
         """Each transaction coordinator's queued WriteTxnMarkers go to the partition leaders."""
         for node in self._alive():
             channel = node.broker.txn_markers
-            for batch in [] if channel is None else channel.take_requests():
+            if channel is None:
+                continue  # a lone broker appends its markers in process
+            for batch in channel.take_requests():
                 self._send(node.node_id, batch.destination, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
                            batch.body, functools.partial(channel.on_response, batch.request_id),
                            on_timeout=functools.partial(channel.on_failure, batch.request_id))

@@ -26,7 +26,8 @@ wait             100 ms to 5 s pass
 ===============  =====================================================================
 
 At the end the producers stop, the network heals, every broker runs again and the cluster
-settles (every transaction ended, every log replicated and stable; at most a minute); then every partition is read whole with read_committed. The history -- each
+settles (every transaction ended, every log replicated and stable; at most a minute); then
+every partition is read whole with read_committed. The history -- each
 transaction's outcome as its producer saw it, the reads during the run and the final reads --
 goes to :func:`kafkalab.sim.txn_checker.check`, which names every anomaly it finds (aborted
 read, partial read, lost write, duplicate, read past the LSO, hanging transaction). Any anomaly
@@ -57,6 +58,8 @@ from typing import Any
 from kafkalab.client.consumer.config import ConsumerConfig
 from kafkalab.client.consumer.fetcher import fetch_request, partition_records
 from kafkalab.errors import ErrorCode
+from kafkalab.group.partitioner import OFFSETS_TOPIC
+from kafkalab.group.partitioner import partition_for as group_partition_for
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
@@ -69,6 +72,7 @@ from kafkalab.txn.state import TransactionState
 
 TOPIC, PARTITIONS = "orders", 6
 TXN_STATE_PARTITIONS = 5
+OFFSETS_PARTITIONS = 5  # offsets.topic.num.partitions, small as __transaction_state's
 PRODUCERS = 3
 STEPS_DEFAULT = 20
 TXN_TIMEOUT_MS = 10_000  # transaction.timeout.ms: an abandoned transaction aborts after it
@@ -79,10 +83,15 @@ POLL_INTERVAL_MS = 500
 SETTLE_MS = 60_000  # at most, at the end: fencing, elections, timeouts and lost marker requests resolved
 FINAL_FETCHES_MAX = 1_000  # a bound on one partition's final read
 FAULTS = LinkFaults(delay_min_ms=1, delay_max_ms=10)
+# Small internal topics, and small indexes (as the replication campaign's) so a restart's
+# recovery does not map 10 MiB per index.
+PROPERTIES = {"transaction.state.log.num.partitions": str(TXN_STATE_PARTITIONS),
+              "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "log.index.size.max.bytes": "65536"}
 ACTIONS = ("crash-coord", "crash-on-commit", "crash-on-commit", "crash-leader", "isolate", "heal", "restart",
            "wait", "wait")
 FETCH_VERSION = 11  # what kafkalab's consumer sends
-INIT_VERSION, ADD_VERSION, END_VERSION = 4, 3, 3
+INIT_VERSION, ADD_VERSION, END_VERSION, ADD_OFFSETS_VERSION, TXN_OFFSET_VERSION, OFFSET_FETCH_VERSION = 4, 3, 3, 0, 0, 7
+INPUT = ("input", 0)  # the partition each producer "consumed": its offset is the transaction's number
 READ_COMMITTED = ConsumerConfig(isolation_level="read_committed", fetch_max_wait_ms=0, fetch_min_bytes=0)
 TopicPartition = tuple[str, int]
 E = ErrorCode
@@ -101,12 +110,15 @@ class TxnProducer:
     def __init__(self, cluster: SimCluster, transactional_id: str, rng: random.Random,
                  history: list[TxnWrite]) -> None:
         self.cluster, self.transactional_id, self.rng, self.history = cluster, transactional_id, rng, history
-        self.phase = "init"  # init -> add -> produce -> end -> add ...
+        self.phase = "init"  # init -> add -> produce -> add-offsets -> txn-offsets -> end -> add ...
+        self.group = f"g-{transactional_id}"  # sendOffsetsToTransaction's group
         self.wake_ms, self.in_flight, self.attempts, self.stopped = 0, 0, 0, False
         self.producer_id, self.epoch = -1, -1
         self.sequences: dict[TopicPartition, int] = {}
-        self.number, self.partitions, self.commit, self.commit_sent = 0, (), True, False
+        self.number, self.commit, self.commit_sent = 0, True, False
+        self.partitions: tuple[TopicPartition, ...] = ()
         self.open = False  # a transaction has begun and its outcome is not recorded yet
+        self.abortable = False  # a write failed: abort without committing offsets
         self.unsent: set[TopicPartition] = set()
         self.on_committed: Callable[[int], None] | None = None  # called once with the coordinator
 
@@ -117,14 +129,13 @@ class TxnProducer:
         if self.stopped or self.in_flight or now_ms < self.wake_ms:
             return
         self.wake_ms = now_ms + BACKOFF_MS  # unless an answer says otherwise
-        {"init": self._init, "add": self._add, "produce": self._produce, "end": self._end}[self.phase]()
+        {"init": self._init, "add": self._add, "produce": self._produce, "add-offsets": self._add_offsets,
+         "txn-offsets": self._txn_offsets, "end": self._end}[self.phase]()
 
     def coordinator(self) -> int | None:
-        image = self.cluster.controller.image
-        registration = image.partition(TRANSACTION_STATE_TOPIC, partition_for(self.transactional_id,
-                                                                                 TXN_STATE_PARTITIONS))
-        leader = None if registration is None else image.brokers.get(registration.leader)
-        return None if leader is None or leader.fenced else leader.broker_id
+        """The transaction coordinator, as FindCoordinator would name it."""
+        return _live_leader(self.cluster, TRANSACTION_STATE_TOPIC,
+                            partition_for(self.transactional_id, TXN_STATE_PARTITIONS))
 
     def stop(self) -> None:
         """The producer's process stops: an unfinished transaction is recorded as it stands."""
@@ -148,6 +159,7 @@ class TxnProducer:
         count = self.rng.choice((2, 3))
         self.partitions = tuple(sorted((TOPIC, p) for p in self.rng.sample(range(PARTITIONS), count)))
         self.commit, self.commit_sent, self.phase, self.open = self.rng.random() < 0.8, False, "add", True
+        self.abortable = False
         self.wake_ms = self.cluster.clock.milliseconds()
 
     def _add(self) -> None:
@@ -180,7 +192,26 @@ class TxnProducer:
             self.unsent.discard(tp)
             self.sequences[tp] = self.sequences.get(tp, 0) + 1
         if not self.unsent and not self.in_flight:
-            self.phase, self.wake_ms = "end", self.cluster.clock.milliseconds()
+            self.phase = "end" if self.abortable else "add-offsets"
+            self.wake_ms = self.cluster.clock.milliseconds()
+
+    def _add_offsets(self) -> None:
+        self._call(self.coordinator(), ApiKey.ADD_OFFSETS_TO_TXN, ADD_OFFSETS_VERSION, {
+            "transactional_id": self.transactional_id, "producer_id": self.producer_id,
+            "producer_epoch": self.epoch, "group_id": self.group}, self._next("txn-offsets"))
+
+    def _txn_offsets(self) -> None:
+        self._call(group_coordinator(self.cluster, self.group), ApiKey.TXN_OFFSET_COMMIT, TXN_OFFSET_VERSION, {
+            "transactional_id": self.transactional_id, "producer_id": self.producer_id,
+            "producer_epoch": self.epoch, "group_id": self.group, "topics": [{"name": INPUT[0], "partitions": [
+                {"partition_index": INPUT[1], "committed_offset": self.number, "committed_metadata": ""}]}]},
+            self._next("end"), error_of=lambda r: r.topics[0].partitions[0].error_code)
+
+    def _next(self, phase: str) -> Callable[[int, Any], None]:
+        def then(error: int, response: Any) -> None:
+            if not error:
+                self.phase, self.wake_ms = phase, self.cluster.clock.milliseconds()
+        return then
 
     def _end(self) -> None:
         coordinator = self.coordinator()
@@ -228,7 +259,7 @@ class TxnProducer:
         elif error in RETRIABLE and self.attempts < ATTEMPTS_MAX:
             self.attempts += 1
         elif self.phase == "produce":
-            self.commit, self.unsent = False, set()  # an abortable error: abort the transaction
+            self.commit, self.unsent, self.abortable = False, set(), True  # abort the transaction
         else:
             self._start_over()
             return
@@ -308,33 +339,37 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> TxnRunResult:
     """One campaign run; raises :class:`InvariantViolation` naming every anomaly found."""
     rng = random.Random(seed)
     cluster = SimCluster(data_dir, nodes=3, seed=seed, faults=FAULTS,
-                         properties={"transaction.state.log.num.partitions": str(TXN_STATE_PARTITIONS)})
+                         properties=PROPERTIES)
     history: list[TxnWrite] = []
     actions: Counter[str] = Counter()
     try:
         cluster.create_topic(TRANSACTION_STATE_TOPIC, TXN_STATE_PARTITIONS, 3)
+        cluster.create_topic(OFFSETS_TOPIC, OFFSETS_PARTITIONS, 3)
         cluster.create_topic(TOPIC, PARTITIONS, 3)
         cluster.run_for(2_000)
         producers = [TxnProducer(cluster, f"t{i}", random.Random(rng.getrandbits(64)), history)
                      for i in range(PRODUCERS)]
         poller = Poller(cluster)
-        for client in (*producers, poller):
-            cluster.add_client(client)
+        for producer in producers:
+            cluster.add_client(producer)
+        cluster.add_client(poller)
         cluster.run_for(3_000)
         for _ in range(steps):
             action = rng.choice(ACTIONS)
             actions[action] += 1
             _act(cluster, rng, action, producers, actions)
             cluster.run_for(rng.randint(100, 5_000) if action == "wait" else rng.randint(200, 3_000))
-        for client in (*producers, poller):
-            client.stop()
+        for producer in producers:
+            producer.stop()
+        poller.stop()
         cluster.network.heal()
         for node_id, node in cluster.nodes.items():
             if not node.alive:
                 cluster.restart(node_id)
         cluster.run_until(lambda: _quiet(cluster), SETTLE_MS)
         final = [_read_whole(cluster, (TOPIC, p)) for p in range(PARTITIONS)]
-        anomalies = check(history, poller.reads, final)
+        offsets = {p.transactional_id: _committed_offset(cluster, p.group) for p in producers}
+        anomalies = check(history, poller.reads, final, offsets)
         if anomalies:
             raise InvariantViolation(f"seed {seed}: {summary(anomalies)}; replay with "
                                      f"python -m kafkalab.sim.txn_campaign --seed {seed}")
@@ -374,6 +409,36 @@ def _crash_if_all_up(cluster: SimCluster, node: int, actions: Counter[str]) -> N
     if all(n.alive for n in cluster.nodes.values()):
         cluster.crash(node)
         actions["crashed-on-commit"] += 1  # the hook fired: a coordinator died mid-commit
+
+
+def _live_leader(cluster: SimCluster, topic: str, partition: int) -> int | None:
+    image = cluster.controller.image
+    registration = image.partition(topic, partition)
+    leader = None if registration is None else image.brokers.get(registration.leader)
+    return None if leader is None or leader.fenced else leader.broker_id
+
+
+def group_coordinator(cluster: SimCluster, group: str) -> int | None:
+    """The group's coordinator, as FindCoordinator would name it."""
+    return _live_leader(cluster, OFFSETS_TOPIC, group_partition_for(group, OFFSETS_PARTITIONS))
+
+
+def _committed_offset(cluster: SimCluster, group: str) -> int:
+    """The group's committed offset of INPUT, read with require_stable (-1: none)."""
+    body = {"group_id": group, "require_stable": True,
+            "topics": [{"name": INPUT[0], "partition_indexes": [INPUT[1]]}]}
+    for _ in range(FINAL_FETCHES_MAX):
+        answers: list[Any] = []
+        node = group_coordinator(cluster, group)
+        if node is not None:
+            cluster._send(CLIENT, node, ApiKey.OFFSET_FETCH, OFFSET_FETCH_VERSION, body, answers.append,
+                          timeout_ms=CLIENT_TIMEOUT_MS)
+            cluster.run_until(lambda: bool(answers), CLIENT_TIMEOUT_MS)
+        partition = answers[0].topics[0].partitions[0] if answers and not answers[0].error_code else None
+        if partition is not None and not partition.error_code:
+            return int(partition.committed_offset)
+        cluster.run_for(BACKOFF_MS)
+    raise InvariantViolation(f"seed {cluster.seed}: group {group} never answered OffsetFetch")
 
 
 def _quiet(cluster: SimCluster) -> bool:

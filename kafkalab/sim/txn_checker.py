@@ -37,6 +37,12 @@ hanging-txn       at the end a partition's last stable offset is still below its
 garbage-read      a value no transaction wrote to that partition
 ================  ===================================================================
 
+Each transaction also commits, through its producer's group (``sendOffsetsToTransaction``),
+the offset ``number`` of an input partition, so the group's committed offset at the end names
+the last transaction whose offsets committed. It must not be an ABORTED transaction's
+(aborted-read), nor older than the last COMMITTED one (lost-write), and that transaction's
+records must be visible (partial-read: its offsets committed without its writes).
+
 Worked example: ``app/3`` wrote ``orders-0`` and ``orders-4`` and was COMMITTED. The final read
 finds ``app/3`` at offset 12 of ``orders-0`` only: ``lost-write`` ("app/3 committed, missing from
 orders-4") and ``partial-read`` ("app/3 visible in orders-0, not in orders-4").
@@ -45,7 +51,7 @@ orders-4") and ``partial-read`` ("app/3 visible in orders-0, not in orders-4").
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 TopicPartition = tuple[str, int]
@@ -95,10 +101,14 @@ class Anomaly:
         assert self.kind in ANOMALY_KINDS, self.kind
 
 
-def check(writes: Iterable[TxnWrite], reads: Sequence[Read], final: Sequence[Read]) -> list[Anomaly]:
+def check(writes: Iterable[TxnWrite], reads: Sequence[Read], final: Sequence[Read],
+          offsets: Mapping[str, int] | None = None) -> list[Anomaly]:
     """Every anomaly in the history: ``reads`` taken during the run, ``final`` one read per
-    partition from its log start to its high watermark once the run settled."""
+    partition from its log start to its high watermark once the run settled, ``offsets`` each
+    transactional id's committed input offset at the end (-1: none)."""
     by_value = {w.value: w for w in writes}
+    if offsets is not None:
+        return _offsets(by_value, final, offsets) + check(by_value.values(), reads, final)
     anomalies = _foreign_and_aborted(by_value, [*reads, *final])
     anomalies += _past_lso(reads) + _duplicates([*reads, *final])
     visible: dict[bytes, set[TopicPartition]] = {}
@@ -119,6 +129,26 @@ def check(writes: Iterable[TxnWrite], reads: Sequence[Read], final: Sequence[Rea
         if lost:
             anomalies.append(Anomaly("lost-write", f"{write.value.decode()} {write.outcome.value}, missing from "
                                      f"{_names(lost)} at the end"))
+    return anomalies
+
+
+def _offsets(by_value: dict[bytes, TxnWrite], final: Sequence[Read], offsets: Mapping[str, int]) -> list[Anomaly]:
+    anomalies = []
+    visible = {(value, read.tp) for read in final for _, value in read.records}
+    for transactional_id, offset in sorted(offsets.items()):
+        mine = [w for w in by_value.values() if w.transactional_id == transactional_id]
+        last_committed = max((w.number for w in mine if w.outcome is Outcome.COMMITTED), default=-1)
+        if offset < last_committed:
+            anomalies.append(Anomaly("lost-write", f"{transactional_id}/{last_committed} committed, its group's "
+                                     f"offset is {offset}"))
+        write = by_value.get(f"{transactional_id}/{offset}".encode())
+        if offset < 0 or write is None:
+            continue
+        if write.outcome is Outcome.ABORTED:
+            anomalies.append(Anomaly("aborted-read", f"{write.value.decode()} (aborted) committed its offset"))
+        elif any((write.value, tp) not in visible for tp in write.partitions):
+            anomalies.append(Anomaly("partial-read", f"{write.value.decode()} committed its offset, not all "
+                                     f"its records"))
     return anomalies
 
 

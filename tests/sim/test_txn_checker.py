@@ -53,3 +53,13 @@ def test_a_transaction_read_during_the_run_must_still_be_there_at_the_end() -> N
     reads = [_read(A, (5, b"q/1"), lso=6)]
     final = [_read(A, (0, b"p/1")), _read(B, (3, b"p/1"))]
     assert [a.kind for a in check(WRITES, reads, final)] == ["lost-write"]
+
+
+@pytest.mark.parametrize(("offset", "kind"), [(-1, "lost-write"), (2, "aborted-read"), (1, "partial-read")])
+def test_the_committed_offsets_must_be_the_last_committed_transactions(offset: int, kind: str) -> None:
+    """``p``'s group must hold 1 (p/1 committed, p/2 aborted) and p/1's records must be there."""
+    final = _clean_final() if kind != "partial-read" else [_read(A, (5, b"q/1")), _read(B, (9, b"q/1"))]
+    anomalies = check(WRITES, [], final, offsets={"p": offset, "q": 1})
+    assert kind in {a.kind for a in anomalies}, anomalies
+    assert check(WRITES, [], _clean_final(), offsets={"p": 1, "q": 1}) == []
+    assert check(WRITES, [], _clean_final(), offsets={"p": 1, "q": -1}) == []  # q/1: unknown outcome
