@@ -33,7 +33,8 @@ duplicate         one value at two offsets of a partition
 read-past-lso     a read_committed answer returned a record at or past the last stable
                   offset it reported
 hanging-txn       at the end a partition's last stable offset is still below its high
-                  watermark: some transaction never got its marker
+                  watermark, or a group's offset commit is still pending: some
+                  transaction never got its marker
 garbage-read      a value no transaction wrote to that partition
 ================  ===================================================================
 
@@ -102,10 +103,10 @@ class Anomaly:
 
 
 def check(writes: Iterable[TxnWrite], reads: Sequence[Read], final: Sequence[Read],
-          offsets: Mapping[str, int] | None = None) -> list[Anomaly]:
+          offsets: Mapping[str, int | None] | None = None) -> list[Anomaly]:
     """Every anomaly in the history: ``reads`` taken during the run, ``final`` one read per
     partition from its log start to its high watermark once the run settled, ``offsets`` each
-    transactional id's committed input offset at the end (-1: none)."""
+    transactional id's committed input offset at the end (-1: none; None: still pending)."""
     by_value = {w.value: w for w in writes}
     if offsets is not None:
         return _offsets(by_value, final, offsets) + check(by_value.values(), reads, final)
@@ -132,10 +133,14 @@ def check(writes: Iterable[TxnWrite], reads: Sequence[Read], final: Sequence[Rea
     return anomalies
 
 
-def _offsets(by_value: dict[bytes, TxnWrite], final: Sequence[Read], offsets: Mapping[str, int]) -> list[Anomaly]:
+def _offsets(by_value: dict[bytes, TxnWrite], final: Sequence[Read],
+             offsets: Mapping[str, int | None]) -> list[Anomaly]:
     anomalies = []
     visible = {(value, read.tp) for read in final for _, value in read.records}
     for transactional_id, offset in sorted(offsets.items()):
+        if offset is None:
+            anomalies.append(Anomaly("hanging-txn", f"{transactional_id}'s offset commit is still pending"))
+            continue
         mine = [w for w in by_value.values() if w.transactional_id == transactional_id]
         last_committed = max((w.number for w in mine if w.outcome is Outcome.COMMITTED), default=-1)
         if offset < last_committed:

@@ -63,3 +63,4 @@ def test_the_committed_offsets_must_be_the_last_committed_transactions(offset: i
     assert kind in {a.kind for a in anomalies}, anomalies
     assert check(WRITES, [], _clean_final(), offsets={"p": 1, "q": 1}) == []
     assert check(WRITES, [], _clean_final(), offsets={"p": 1, "q": -1}) == []  # q/1: unknown outcome
+    assert [a.kind for a in check(WRITES, [], _clean_final(), offsets={"p": 1, "q": None})] == ["hanging-txn"]
