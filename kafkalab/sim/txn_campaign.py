@@ -3,27 +3,31 @@
 Theory of operation
 -------------------
 One run is a function of its seed. A three-broker :class:`~kafkalab.sim.cluster.SimCluster`
-hosts ``orders`` (6 partitions, RF 3, leaders spread over the brokers) and
-``__transaction_state`` (5 partitions, RF 3). Three transactional producers
+hosts ``orders`` (6 partitions, RF 3, leaders spread over the brokers),
+``__transaction_state`` and ``__consumer_offsets`` (5 partitions each, RF 3). Three transactional producers
 (:class:`TxnProducer`, ids ``t0`` .. ``t2``) loop: InitProducerId, then transactions of 2 or 3
 partitions -- AddPartitionsToTxn, one record per partition (value ``"t1/7"`` for t1's 7th
-transaction), EndTxn, committing four times in five and aborting otherwise. They retry what
+transaction), then sendOffsetsToTransaction (AddOffsetsToTxn, and TxnOffsetCommit of offset 7
+of ``input-0`` for group ``g-t1``, as a consume-transform-produce loop does), EndTxn --
+committing four times in five and aborting otherwise. They retry what
 Kafka's producer retries, and on a fatal error start again with InitProducerId, which fences
 their previous epoch. A read_committed consumer (:class:`Poller`) reads every partition
 throughout. Meanwhile, ``steps`` times, the seed's generator picks a fault:
 
-===============  =====================================================================
-action           what happens
-===============  =====================================================================
-crash-coord      the broker coordinating a producer's transactional id dies
-crash-on-commit  the same, the moment that producer's next EndTxn(commit) is answered:
-                 PrepareCommit is on the ISR, its markers are on their way
-crash-leader     the leader of a partition of a transaction being ended dies
-isolate          a broker is cut off from the other brokers (clients still reach it)
-heal             every cut is healed
-restart          a dead broker starts again on its directory
-wait             100 ms to 5 s pass
-===============  =====================================================================
+================  =====================================================================
+action            what happens
+================  =====================================================================
+crash-coord       the broker coordinating a producer's transactional id dies
+crash-on-commit   the same, the moment that producer's next EndTxn(commit) is answered:
+                  PrepareCommit is on the ISR, its markers are on their way
+crash-on-offsets  the group coordinator dies the moment a producer's TxnOffsetCommit is
+                  answered
+crash-leader      the leader of a partition of a transaction being ended dies
+isolate           a broker is cut off from the other brokers (clients still reach it)
+heal              every cut is healed
+restart           a dead broker starts again on its directory
+wait              100 ms to 5 s pass
+================  =====================================================================
 
 At the end the producers stop, the network heals, every broker runs again and the cluster
 settles (every transaction ended, every log replicated and stable; at most a minute); then
@@ -87,8 +91,8 @@ FAULTS = LinkFaults(delay_min_ms=1, delay_max_ms=10)
 # recovery does not map 10 MiB per index.
 PROPERTIES = {"transaction.state.log.num.partitions": str(TXN_STATE_PARTITIONS),
               "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "log.index.size.max.bytes": "65536"}
-ACTIONS = ("crash-coord", "crash-on-commit", "crash-on-commit", "crash-leader", "isolate", "heal", "restart",
-           "wait", "wait")
+ACTIONS = ("crash-coord", "crash-on-commit", "crash-on-commit", "crash-on-offsets", "crash-leader", "isolate",
+           "heal", "restart", "wait", "wait")
 FETCH_VERSION = 11  # what kafkalab's consumer sends
 INIT_VERSION, ADD_VERSION, END_VERSION, ADD_OFFSETS_VERSION, TXN_OFFSET_VERSION, OFFSET_FETCH_VERSION = 4, 3, 3, 0, 0, 7
 INPUT = ("input", 0)  # the partition each producer "consumed": its offset is the transaction's number
@@ -121,6 +125,7 @@ class TxnProducer:
         self.abortable = False  # a write failed: abort without committing offsets
         self.unsent: set[TopicPartition] = set()
         self.on_committed: Callable[[int], None] | None = None  # called once with the coordinator
+        self.on_offsets: Callable[[int], None] | None = None  # called once with the group coordinator
 
     def next_deadline_ms(self) -> int | None:
         return None if self.stopped or self.in_flight else self.wake_ms
@@ -201,17 +206,28 @@ class TxnProducer:
             "producer_epoch": self.epoch, "group_id": self.group}, self._next("txn-offsets"))
 
     def _txn_offsets(self) -> None:
-        self._call(group_coordinator(self.cluster, self.group), ApiKey.TXN_OFFSET_COMMIT, TXN_OFFSET_VERSION, {
+        node = group_coordinator(self.cluster, self.group)
+        self._call(node, ApiKey.TXN_OFFSET_COMMIT, TXN_OFFSET_VERSION, {
             "transactional_id": self.transactional_id, "producer_id": self.producer_id,
             "producer_epoch": self.epoch, "group_id": self.group, "topics": [{"name": INPUT[0], "partitions": [
                 {"partition_index": INPUT[1], "committed_offset": self.number, "committed_metadata": ""}]}]},
-            self._next("end"), error_of=lambda r: r.topics[0].partitions[0].error_code)
+            self._next("end", self._take_hook("on_offsets", node)), error_of=lambda r: r.topics[0].partitions[0].error_code)
 
-    def _next(self, phase: str) -> Callable[[int, Any], None]:
+    def _next(self, phase: str, hook: Callable[[], None] = lambda: None) -> Callable[[int, Any], None]:
         def then(error: int, response: Any) -> None:
             if not error:
                 self.phase, self.wake_ms = phase, self.cluster.clock.milliseconds()
+                hook()
         return then
+
+    def _take_hook(self, name: str, node: int | None) -> Callable[[], None]:
+        """A callable that runs (once) the hook ``name`` set by the campaign, with ``node``."""
+        def run() -> None:
+            hook = getattr(self, name)
+            if hook is not None and node is not None:
+                setattr(self, name, None)
+                hook(node)
+        return run
 
     def _end(self) -> None:
         coordinator = self.coordinator()
@@ -224,9 +240,8 @@ class TxnProducer:
         if error:
             return
         self._record(Outcome.COMMITTED if self.commit else Outcome.ABORTED)
-        if self.commit and self.on_committed is not None and coordinator is not None:
-            hook, self.on_committed = self.on_committed, None
-            hook(coordinator)
+        if self.commit:
+            self._take_hook("on_committed", coordinator)()
         self._begin()
 
     # --- requests, retries and giving up ---------------------------------------------------------
@@ -389,7 +404,9 @@ def _act(cluster: SimCluster, rng: random.Random, action: str, producers: list[T
         if coordinator is not None:
             cluster.crash(coordinator)
     elif action == "crash-on-commit":
-        producer.on_committed = lambda node: _crash_if_all_up(cluster, node, actions)
+        producer.on_committed = lambda node: _crash_if_all_up(cluster, node, actions, "crashed-on-commit")
+    elif action == "crash-on-offsets":
+        producer.on_offsets = lambda node: _crash_if_all_up(cluster, node, actions, "crashed-on-offsets")
     elif action == "crash-leader" and everyone_up:
         ending = [p for p in producers if p.phase == "end"] or producers
         partitions = rng.choice(ending).partitions or ((TOPIC, rng.randrange(PARTITIONS)),)
@@ -405,10 +422,10 @@ def _act(cluster: SimCluster, rng: random.Random, action: str, producers: list[T
         cluster.restart(rng.choice(sorted(set(cluster.nodes) - set(alive))))
 
 
-def _crash_if_all_up(cluster: SimCluster, node: int, actions: Counter[str]) -> None:
+def _crash_if_all_up(cluster: SimCluster, node: int, actions: Counter[str], fired: str) -> None:
     if all(n.alive for n in cluster.nodes.values()):
         cluster.crash(node)
-        actions["crashed-on-commit"] += 1  # the hook fired: a coordinator died mid-commit
+        actions[fired] += 1  # the hook fired: a coordinator died mid-commit
 
 
 def _live_leader(cluster: SimCluster, topic: str, partition: int) -> int | None:

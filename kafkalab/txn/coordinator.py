@@ -96,6 +96,7 @@ class TxnSettings:
     transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
     marker_retry_backoff_ms: int = 100  # retry.backoff.ms of Kafka's marker channel
     request_timeout_ms: int = 30_000  # how long a write may wait for the ISR (Kafka's request.timeout.ms default)
+    abort_retry_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,10 +333,11 @@ class TransactionCoordinator:
         def written(error: int) -> None:
             if error:
                 if fencing and metadata.state is S.PREPARE_EPOCH_FENCE:
-                    # the bumped epoch never reached the log; the next fence reuses it
-                    metadata.state, metadata.failed_epoch_fence = S.ONGOING, True
+                    # The bumped epoch is not applied (only committed records are), so the next
+                    # fence bumps from the same epoch again and writes the same one. Kafka bumps
+                    # in memory first and so must remember not to bump twice (hasFailedEpochFence).
+                    metadata.state = S.ONGOING
                 return done(error)
-            metadata.failed_epoch_fence = False
             self._cancel_timeout(transactional_id)
             self._send_markers(metadata, sorted(metadata.partitions))
             done(E.NONE)
@@ -344,8 +346,7 @@ class TransactionCoordinator:
     def _fence_and_abort(self, metadata: TransactionMetadata, now_ms: int, done: Callable[[int], None]) -> None:
         """Kafka's ``prepareFenceProducerEpoch`` then an abort with the bumped epoch."""
         metadata.state = next_state(metadata.transactional_id, metadata.state, TxnEvent.FENCE)
-        epoch = metadata.producer_epoch + (0 if metadata.failed_epoch_fence else 1)
-        self._end(metadata.transactional_id, metadata.producer_id, epoch, TxnEvent.ABORT, now_ms, done,
+        self._end(metadata.transactional_id, metadata.producer_id, metadata.producer_epoch + 1, TxnEvent.ABORT, now_ms, done,
                   from_client=False)
 
     def _send_markers(self, metadata: TransactionMetadata, partitions: Sequence[TopicPartition]) -> None:
@@ -414,7 +415,13 @@ class TransactionCoordinator:
         if metadata.pending_write:  # a write is in flight: look again after it
             self._schedule_timeout(metadata, self.settings.marker_retry_backoff_ms)
             return
-        self._fence_and_abort(metadata, self.clock_ms(), lambda error: None)
+
+        def aborted(error: int) -> None:
+            # The abort did not reach the log (the ISR was short, say): Kafka's periodic check
+            # finds the transaction again on its next run.
+            if error and self._current(metadata) and metadata.state is S.ONGOING:
+                self._schedule_timeout(metadata, self.settings.abort_retry_ms)
+        self._fence_and_abort(metadata, self.clock_ms(), aborted)
 
     # --- the log --------------------------------------------------------------------------
 

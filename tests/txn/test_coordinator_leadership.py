@@ -87,3 +87,21 @@ def test_answers_to_an_older_coordinator_epoch_are_ignored_after_a_reload():
     assert t.state() == "PrepareCommit"  # the epoch-0 answer completed nothing
     assert t.channel.answer().coordinator_epoch == 1
     assert t.state() == "CompleteCommit"
+
+
+def test_a_timed_out_transaction_whose_abort_fails_is_aborted_again_later():
+    """Found by the transaction campaign (seed 2): the fence's abort could not be written (the
+    ISR was short) and the transaction stayed Ongoing for good, its partitions' LSO stuck."""
+    log = ReplicatingLog()
+    t = Txns(log=log)
+    t.coordinator.init_producer_id("app-1", 5_000, None, t.now_ms, lambda result: None)
+    log.commit()
+    t.coordinator.add_partitions("app-1", PID, 0, [("orders", 0)], t.now_ms, lambda error: None)
+    log.commit()
+    t.advance(5_000)  # the timeout: PrepareAbort with epoch 1 is appended...
+    log.commit(E.COORDINATOR_NOT_AVAILABLE)  # ...and never reaches the ISR
+    assert t.state() == "Ongoing"
+    t.advance(10_000)  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    log.commit()
+    assert t.state() in ("PrepareAbort", "CompleteAbort")
+    assert t.coordinator.transactions["app-1"].producer_epoch == 1
