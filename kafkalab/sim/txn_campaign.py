@@ -211,7 +211,8 @@ class TxnProducer:
             "transactional_id": self.transactional_id, "producer_id": self.producer_id,
             "producer_epoch": self.epoch, "group_id": self.group, "topics": [{"name": INPUT[0], "partitions": [
                 {"partition_index": INPUT[1], "committed_offset": self.number, "committed_metadata": ""}]}]},
-            self._next("end", self._take_hook("on_offsets", node)), error_of=lambda r: r.topics[0].partitions[0].error_code)
+            self._next("end", self._take_hook("on_offsets", node)),
+            error_of=lambda r: r.topics[0].partitions[0].error_code)
 
     def _next(self, phase: str, hook: Callable[[], None] = lambda: None) -> Callable[[int, Any], None]:
         def then(error: int, response: Any) -> None:

@@ -45,7 +45,8 @@ def test_markers_go_to_each_leader_and_complete_together() -> None:
     assert sorted(batches) == [1, 2] and not channel.take_requests()  # one in flight per broker
     to_two = batches[2].body["markers"]
     assert [(m["producer_id"], m["coordinator_epoch"], m["topics"]) for m in to_two] == [
-        (7, 3, [{"name": "orders", "partition_indexes": [1, 2]}]), (8, 3, [{"name": "orders", "partition_indexes": [1]}])]
+        (7, 3, [{"name": "orders", "partition_indexes": [1, 2]}]),
+        (8, 3, [{"name": "orders", "partition_indexes": [1]}])]
     channel.on_response(batches[2].request_id, _answer(batches[2].body, orders_2=E.NOT_LEADER_OR_FOLLOWER))
     assert results == [{("orders", 1): E.NONE}]  # producer 8 is done; producer 7 waits for broker 1
     channel.on_response(batches[1].request_id, _answer(batches[1].body))
