@@ -2,13 +2,15 @@
 simulation: a coordinator that dies after PrepareCommit is replaced by the partition's next
 leader, which loads the decision and writes the markers with its leader epoch as coordinator
 epoch (a marker of the old epoch is then refused), and the coordinator answers only once the
-ISR has its record (acks=all)."""
+ISR has its record (acks=all). TxnOffsetCommit is answered by the group's coordinator only."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kafkalab.errors import ErrorCode
+from kafkalab.group.partitioner import OFFSETS_TOPIC
+from kafkalab.group.partitioner import partition_for as group_partition_for
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
@@ -98,3 +100,15 @@ def test_end_txn_is_answered_only_once_the_isr_has_the_record(cluster: SimCluste
     assert answers and answers[0].error_code == 0
     registration = cluster.controller.image.partition(TRANSACTION_STATE_TOPIC, TXN_PARTITION)
     assert registration is not None and follower not in registration.isr
+
+
+def test_txn_offset_commit_to_another_broker_is_answered_not_coordinator(cluster: SimCluster) -> None:
+    cluster.create_topic(OFFSETS_TOPIC, 50, 3)
+    cluster.run_for(1_000)
+    leader = cluster.leader(OFFSETS_TOPIC, group_partition_for("g"))
+    body = {"transactional_id": TXN_ID, "producer_id": 4000, "producer_epoch": 0, "group_id": "g", "topics": [
+        {"name": "orders", "partitions": [{"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]}
+    for node in cluster.nodes:
+        answer = _call(cluster, node, ApiKey.TXN_OFFSET_COMMIT, 0, body)
+        expected = ErrorCode.NONE if node == leader else ErrorCode.NOT_COORDINATOR
+        assert answer is not None and answer.topics[0].partitions[0].error_code == expected

@@ -134,15 +134,19 @@ def handle_txn_offset_commit(broker: Broker, request: Request) -> Any:
     commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                             p.committed_metadata)
                for t in body.topics for p in t.partitions]
-    errors = iter(broker.group_coordinator.offsets.txn_commit(
-        body.group_id, (body.producer_id, body.producer_epoch), body.generation_id, body.member_id,
-        body.group_instance_id, commits, request.now_ms))
     _R = TXN_OFFSET_COMMIT_RESPONSE.cls
-    return _R(topics=tuple(
-        _R.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
-            _R.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition(p.partition_index, next(errors))
-            for p in t.partitions))
-        for t in body.topics))
+
+    def response(error_codes: list[int]) -> Any:
+        errors = iter(error_codes)
+        return _R(topics=tuple(
+            _R.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
+                _R.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition(p.partition_index, next(errors))
+                for p in t.partitions))
+            for t in body.topics))
+    errors = broker.group_coordinator.offsets.txn_commit(
+        body.group_id, (body.producer_id, body.producer_epoch), body.generation_id, body.member_id,
+        body.group_instance_id, commits, request.now_ms, answer_later(broker.respond, request, response))
+    return PENDING if errors is None else response(errors)  # PENDING: answered once on the ISR
 
 
 def handle_describe_transactions(broker: Broker, request: Request) -> Any:
