@@ -124,12 +124,17 @@ class BrokerCoordinatorLog:
         if self.broker.topics.get(self.topic) is None:
             return
         for partition in range(self.partition_count):
-            yield from self.replay_partition(partition)
+            yield from self._replay_partition(partition)
 
     def replay_partition(self, partition: int) -> Iterator[tuple[int, bytes, bytes | None]]:
         """Every record of one partition up to its log end (a new leader's whole log becomes
         committed as its followers catch up, so the coordinator loads all of it), transactional
-        records held back until their marker; those still open go to :meth:`open_transactions`."""
+        records held back until their marker; those still open go to :meth:`open_transactions`,
+        which then holds this partition's only -- an earlier load's may have been decided since."""
+        self._open = {}
+        yield from self._replay_partition(partition)
+
+    def _replay_partition(self, partition: int) -> Iterator[tuple[int, bytes, bytes | None]]:
         log = self.broker.topics.log(self.topic, partition)
         if log is None:
             return
