@@ -26,7 +26,7 @@ def test_transactions_stay_whole_through_a_coordinator_crash_mid_commit(tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", range(40))
 def test_txn_campaign_more_seeds(tmp_path: Path, seed: int) -> None:
     run(seed, tmp_path)
 
