@@ -10,7 +10,7 @@ from typing import Any
 from kafkalab.broker.txn_channel import TxnMarkerChannelManager
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.messages.txn_markers import WRITE_TXN_MARKERS_RESPONSE
-from kafkalab.txn.markers import MarkerRequest, MarkerResults
+from kafkalab.txn.markers import MarkerRequest
 
 E = ErrorCode
 LEADERS = {("orders", 0): 1, ("orders", 1): 2, ("orders", 2): 2, ("orders", 3): -1}  # 3: no leader
