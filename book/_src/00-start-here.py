@@ -23,42 +23,102 @@ from kafkalab.book import check_version
 check_version("0.1.0")
 
 # %% [markdown]
-# ## A first record batch
-# Kafka's unit of storage and transfer is the **record batch**: a header plus one or more
-# records, each with an offset, a timestamp, an optional key and a value. Let us build one with
-# kafkalab's record codec, in the format a Kafka 0.11+ producer sends. One difference: this
-# batch carries no producer id (-1). A Kafka 3.x producer is idempotent by default, so it sends
-# the producer id the broker gave it and a sequence number per batch (chapter 02 shows where).
+# ## A broker and a real client
+# kafkalab's broker runs as a network server, `kafkalab server-start`, that any Kafka client can
+# talk to. `start_server` launches one in a child process with a fresh data directory, as
+# `kafkalab server-start --data-dir DIR --port 0` does from a shell (port 0: any free port), and
+# waits for the line where the server says which port it got.
 
 # %%
-from kafkalab.records.model import Record
+from kafkalab.book import remove_scratch_dirs, scratch_dir
+from kafkalab.client.launcher import start_server
+
+data_dir = scratch_dir("ch00-") / "data"
+server = start_server(data_dir)
+print("bootstrap.servers =", server.bootstrap)
+
+# %% [markdown]
+# Now a client nobody here wrote: **kafka-python**. It produces two records to a topic called
+# `sensors`, which the broker creates on first use (`auto.create.topics.enable`, with
+# `num.partitions=1`). The settings are those of a Kafka 3.x Java producer: `acks=all` and
+# idempotence on, so the broker hands the producer a producer id and checks a sequence number
+# per batch (chapter 12). `linger_ms` lets both records wait for each other so that they travel
+# in one **record batch**, Kafka's unit of storage and transfer; `timestamp_ms` fixes their
+# timestamps so this page reads the same on every run.
+
+# %%
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+TIMESTAMP_MS = 1557554753000  # a fixed clock
+producer = KafkaProducer(bootstrap_servers=server.bootstrap, acks="all", enable_idempotence=True,
+                         linger_ms=1000)
+producer.send("sensors", key=b"sensor-7", value=b"21.5C", timestamp_ms=TIMESTAMP_MS)
+producer.send("sensors", key=b"sensor-9", value=b"19.0C", timestamp_ms=TIMESTAMP_MS + 5)
+producer.flush()  # send now, without waiting out linger_ms
+producer.close()
+
+# %% [markdown]
+# And a consumer reads them back from offset 0 of partition 0. Every record has an **offset**,
+# its position in the partition, counted from 0.
+
+# %%
+consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, enable_auto_commit=False)
+consumer.assign([TopicPartition("sensors", 0)])
+consumer.seek(TopicPartition("sensors", 0), 0)
+for message in [m for batch in consumer.poll(timeout_ms=10_000).values() for m in batch]:
+    print(f"offset {message.offset}: key={message.key!r} value={message.value!r} "
+          f"timestamp={message.timestamp}")
+consumer.close()
+
+# %% [markdown]
+# ## The data directory
+# The broker keeps each partition in a directory named `<topic>-<partition>`. Here is
+# `sensors-0`:
+
+# %%
+partition_dir = data_dir / "sensors-0"
+for path in sorted(partition_dir.iterdir()):
+    print(f"{path.name:<28} {path.stat().st_size:>10} bytes")
+
+# %% [markdown]
+# * `00000000000000000000.log` is the **segment** holding the batches. Its name is the first
+#   offset it holds, padded to 20 digits (chapter 03).
+# * `.index` and `.timeindex` map offsets and timestamps to positions in the `.log` file. They
+#   are preallocated at their maximum size, 10 MiB, and trimmed when the segment rolls
+#   (chapter 04).
+# * `leader-epoch-checkpoint` records which leader epoch began at which offset (chapter 08);
+#   `partition.metadata` holds the topic's id.
+#
+# Beside `sensors-0` sits `__cluster_metadata-0`: the KRaft metadata log, where the controller
+# wrote the topic's creation (chapter 09).
+#
+# ## A batch, straight from the `.log` file
+# The `.log` file is nothing but batches, one after the other, exactly as the producer sent
+# them (the broker only fills in the offsets). Read the file, find the first batch's length in
+# its header, and print the bytes: first each header field by name, then 16 bytes per row with
+# their ASCII on the right. The keys and values are readable near the end.
+
+# %%
+from kafkalab.hexview import annotated_hexdump
+from kafkalab.records.header import iter_headers
+
+log_bytes = (partition_dir / "00000000000000000000.log").read_bytes()
+first = next(iter(iter_headers(log_bytes)))
+batch_bytes = log_bytes[first.position:first.end_position]
+print(f"{len(log_bytes)} bytes in the file; the first batch is {len(batch_bytes)} bytes\n")
+print(annotated_hexdump(batch_bytes))
+
+# %% [markdown]
+# The first 61 bytes are the batch header (chapter 02 takes it apart field by field). It tells a
+# broker what it needs without decoding any record: the offset range, the timestamp range, the
+# producer id, epoch and first sequence number (0, 0 and 0: the first batch of the first
+# idempotent producer this broker met), and a CRC-32C over everything after it.
+#
+# Decoding the bytes with kafkalab's record codec gives the records back:
+
+# %%
 from kafkalab.records.v2 import build_v2_batch, decode_v2
 
-TIMESTAMP_MS = 1557554753000  # a fixed clock, so this page reads the same on every run
-records = [
-    Record(offset=0, timestamp=TIMESTAMP_MS, key=b"sensor-7", value=b"21.5C"),
-    Record(offset=1, timestamp=TIMESTAMP_MS + 5, key=b"sensor-9", value=b"19.0C"),
-]
-batch_bytes = build_v2_batch(records)
-print(f"{len(records)} records -> one batch of {len(batch_bytes)} bytes")
-
-# %% [markdown]
-# ## The seed of the book: its bytes
-# Those bytes are what sits in a partition's `.log` file and what a consumer receives. Here they
-# are, 16 per row, with their ASCII on the right. The keys and values are readable near the
-# end; everything before them is the 61-byte batch header (chapter 02 takes it apart field by
-# field).
-
-# %%
-import hexdump
-
-hexdump.hexdump(batch_bytes)
-
-# %% [markdown]
-# Decoding the bytes gives the records back, and the header says what a broker needs without
-# decoding any record: the offset range, the timestamp range and the checksum.
-
-# %%
 batch = decode_v2(batch_bytes)
 header = batch.header
 print(f"offsets {header.base_offset}..{header.last_offset}, {header.records_count} records, "
@@ -67,14 +127,38 @@ for record in batch:
     print(f"  offset {record.offset}: key={record.key!r} value={record.value!r}")
 
 # %% [markdown]
-# ## A real client agrees
-# kafka-python, an independent Kafka client, decodes the same bytes to the same records. The
-# book uses such cross-checks often: an engine that only agrees with itself proves little.
+# ## Two independent checks
+# kafka-python's own decoder reads the same bytes to the same records. The book uses such
+# cross-checks often: an engine that only agrees with itself proves little.
 
 # %%
 from kafka.record.default_records import DefaultRecordBatch
 
 print([(r.offset, r.key, r.value) for r in DefaultRecordBatch(bytes(batch_bytes))])
+
+# %% [markdown]
+# The other way round: kafkalab's codec, given the same two records and the same producer
+# fields, builds the batch byte for byte as kafka-python built it (with the leader epoch the
+# broker stamped into it, which the CRC does not cover).
+
+# %%
+from kafkalab.records.model import Record
+
+records = [
+    Record(offset=0, timestamp=TIMESTAMP_MS, key=b"sensor-7", value=b"21.5C"),
+    Record(offset=1, timestamp=TIMESTAMP_MS + 5, key=b"sensor-9", value=b"19.0C"),
+]
+rebuilt = build_v2_batch(records, producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                         base_sequence=header.base_sequence,
+                         partition_leader_epoch=header.partition_leader_epoch)
+print("identical bytes:", rebuilt == batch_bytes)
+
+# %% [markdown]
+# The tour is over: stop the server (SIGTERM, the signal an operator's `kill` sends: the broker
+# flushes its logs and writes its checkpoints before it exits).
+
+# %%
+print("server exit status:", server.stop())
 
 # %% [markdown]
 # ## Where the book goes from here
@@ -87,11 +171,15 @@ print([(r.offset, r.key, r.value) for r in DefaultRecordBatch(bytes(batch_bytes)
 # | 04 indexes and lookups | the sparse offset and time indexes; Kafka's warm-section binary search (widget) |
 # | 05 retention and deletion | time, size and log-start-offset retention on a real log |
 # | 06 log compaction | last value per key, tombstones, offsets that keep their gaps |
-#
-# Later chapters add replication, the controller, consumer groups, transactions and the
-# timing wheel. The same engine also runs as a network server that real Kafka clients
-# (kafka-python, confluent-kafka, kcat) can produce to and consume from, so you can point a
-# client at it and open the data directory it writes.
+# | 07 the producer | batches filling under `linger.ms`; what acks=0/1/all lose |
+# | 08 replication | ISR, high watermark and failover on a simulated three-broker cluster |
+# | 09 the controller | leader election and the KRaft metadata log |
+# | 10 consumer groups | JoinGroup and SyncGroup message by message; the assignors |
+# | 11 offsets | commits, at-most-once and at-least-once shown with a crash |
+# | 12 idempotence and transactions | producer ids and sequences; commit and abort markers |
+# | 13 the timing wheel | delayed operations and the hierarchical timing wheel (widget) |
+# | 14 configuration and tools | which setting wins, on a live server; every `kafkalab` tool |
+# | 16 operations and troubleshooting | `advertised.listeners`, `LEADER_NOT_AVAILABLE`, fetch settings, live |
 #
 # ## Exercises
 # Each prediction starts blank. Write your answer in the cell tagged as yours, run it, then run
@@ -151,3 +239,9 @@ print(f"Kafka error code {int(refused.error_code)} ({refused.error_code.name}): 
 assert len(damaged) == len(batch_bytes)
 assert sum(bin(a ^ b).count("1") for a, b in zip(damaged, batch_bytes)) == 1
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# The server stopped before the exercises; this last cell removes its data directory.
+
+# %%
+remove_scratch_dirs()

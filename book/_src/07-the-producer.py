@@ -365,10 +365,19 @@ assert my_prediction == 3
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Change the engine.** Make keyless records go round robin, as before Kafka 2.4: in
-# `kafkalab/client/producer/partitioner.py`, have `BuiltInPartitioner.partition` return the next
-# partition in turn for a record with no key. Run the widget with `linger.ms` 20: how many records
-# per batch now, and how many Produce requests? Why did KIP-480 call this a latency problem?
+# **Change the engine.** Spread keyless records one by one, as producers before Kafka 2.4 did
+# (they went round robin): in `kafkalab/client/producer/partitioner.py`, make
+# `BuiltInPartitioner.partition` draw a new partition for every record with no key -- replace the
+# test `if sticky is None or sticky.partition >= num_partitions:` by `if True:` -- and restart the
+# kernel. The check below fails before the edit and passes after it
+# (`.venv/bin/python -m kafkalab.classroom check keyless-round-robin` does the same from a shell).
+# Then run the widget with `linger.ms` 20: how many records per batch now, and how many Produce
+# requests? Why did KIP-480 call this a latency problem? Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("keyless-round-robin")  # raises EngineUnchanged until the engine is edited
 
 # %% [markdown]
 # The brokers' logs live in scratch directories; this last cell removes them.

@@ -162,11 +162,17 @@ print("orders-0 leader:", sim.leader("orders", 0))
 # Broker 1 now leads two partitions and broker 3 none. A **preferred leader election** moves
 # each partition back to its first replica if that replica is in the ISR. It is the ElectLeaders
 # request (`kafkalab leader-election --election-type PREFERRED --all-topic-partitions`), and
-# Kafka runs it by itself every `leader.imbalance.check.interval.seconds` (300) when
-# `auto.leader.rebalance.enable` is true and a broker's share of non-preferred leaders exceeds
-# `leader.imbalance.per.broker.percentage` (10).
+# with `auto.leader.rebalance.enable` (default true) the controller also runs it by itself. The
+# ZooKeeper-era controller checked every `leader.imbalance.check.interval.seconds` (300) whether a
+# broker's share of partitions led by someone else exceeded `leader.imbalance.per.broker.percentage`
+# (10). KRaft's controller ignores the percentage: one interval after it sees any partition away
+# from its preferred leader, it runs a preferred election for up to 1,000 such partitions
+# (`kafkalab/controller/leader_balance.py`). The simulation's controller has already scheduled
+# that check; we run the election by hand rather than wait five simulated minutes.
 
 # %%
+due_ms = sim.leader_balancer.next_deadline_ms()
+print(f"automatic balancing due {(due_ms - sim.clock.milliseconds()) / 1000:.0f} s from now")
 from kafkalab.controller.partition_change import Election
 
 for topic, index, error, message in sim.controller.elect_leaders(Election.PREFERRED, None):
@@ -467,6 +473,22 @@ check_prediction(my_prediction, survivable,
 ### BEGIN HIDDEN TESTS
 assert my_prediction == 2 and not elects_after_crashing(3)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Change the engine.** Kafka elects the first live ISR member in *assignment* order, so the
+# preferred replica (the first assigned) leads whenever it can, and leadership stays spread the
+# way replica placement spread it. Make the election follow the ISR's own order instead: in
+# `elect_leader` (`kafkalab/controller/partition_change.py`), change the loop
+# `for replica in replicas:` that follows the preferred-leader test to `for replica in target_isr:`,
+# and restart the kernel. The check below fails before the edit and passes after it. The ISR is
+# kept in the order replicas joined it: after a few broker restarts, which brokers would lead most
+# partitions, and what would `kafkalab leader-election --election-type PREFERRED` still fix?
+# Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("election-isr-order")  # raises EngineUnchanged until the engine is edited
 
 # %% [markdown]
 # The brokers' logs live in scratch directories; this last cell removes them.

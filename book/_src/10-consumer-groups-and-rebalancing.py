@@ -435,7 +435,17 @@ assert my_prediction == (2, 2)
 # "cooperative-sticky")` -- the Java default -- and run it: which protocol does the group use,
 # and how many partitions are revoked? Then try `config("cooperative-sticky", "range")`. Which
 # line of `MemberConfig` decides eager against cooperative, and why must it look at *every*
-# assignor in the list, not only the first?
+# assignor in the list, not only the first? Find out by breaking it: make
+# `MemberConfig.cooperative` (in `kafkalab/client/membership/member.py`) look only at the first
+# assignor (`return self.assignors[0] in COOPERATIVE`) and restart the kernel. The check below
+# fails before the edit and passes after it. What goes wrong when such a member keeps its
+# partitions through a rebalance but the group picked `range`, an eager assignor that assumes
+# everyone gave everything back? Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("first-assignor-decides")  # raises EngineUnchanged until the engine is edited
 
 # %% [markdown]
 # The brokers' logs live in scratch directories; this last cell removes them.

@@ -293,10 +293,18 @@ assert my_prediction == [7, 8]
 
 # %% [markdown]
 # **Change the engine.** In `kafkalab/broker/group_log.py`, make `when_committed` call back at
-# once instead of waiting for the high watermark (acks=1 for commits). Then cut the coordinator
-# off from its followers (`sim.network.isolate(coordinator, others)`), commit, crash the
-# coordinator and look at the committed offset on the new one. Which promise of this chapter
-# broke, and which test in `tests/sim/test_group_coordinator_cluster.py` catches it?
+# once instead of waiting for the high watermark (acks=1 for commits): replace its test
+# `if hosted is not None and hosted.log.high_watermark > offset:` by `if hosted is not None:`,
+# and restart the kernel. The check below cuts the coordinator off from its followers
+# (`sim.network.isolate(coordinator, others)`), commits, crashes the coordinator and reads the
+# committed offset on the new one: it fails before the edit and passes after it. Which promise of
+# this chapter broke, and which test in `tests/sim/test_group_coordinator_cluster.py` catches it?
+# Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("commit-acks-1")  # raises EngineUnchanged until the engine is edited
 
 # %% [markdown]
 # The brokers' logs live in scratch directories; this last cell removes them.

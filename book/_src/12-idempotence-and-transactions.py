@@ -447,14 +447,31 @@ my_prediction = "INVALID_PRODUCER_EPOCH"
 
 # %% tags=["check"]
 late_write = zombie.produce("orders", 1, [b"too-late"]).error.name
-check_prediction(my_prediction, late_write, right=f"{late_write}: the partition knows a newer epoch for this "
-                 "producer id (Kafka's Java client raises InvalidProducerEpochException; its next request to "
-                 "the coordinator is answered PRODUCER_FENCED)",
-                 hint="the partition leader, not the coordinator, answers a Produce; what does it know about "
-                 "this producer id since the ABORT marker?")
+check_prediction(my_prediction, late_write, right=f"{late_write}: this batch would open a transaction in "
+                 "orders-1, so the leader first asks the coordinator (transaction verification, KIP-890), which "
+                 "knows a newer epoch and answers PRODUCER_FENCED; a Produce reports that as "
+                 "INVALID_PRODUCER_EPOCH. With transaction.partition.verification.enable=false the partition's "
+                 "own check gives the same answer: its ABORT marker carried the new epoch",
+                 hint="the partition leader answers a Produce; what do it, and the coordinator it may ask, know "
+                 "about this producer id since the ABORT marker?")
 ### BEGIN HIDDEN TESTS
 assert "too-late" not in values(fetch(broker, "orders", 1, 0).records)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Change the engine.** The partition remembers the last five batches of each producer because
+# a producer keeps at most five requests in flight (`max.in.flight.requests.per.connection` may
+# not exceed 5 with idempotence on). Make it remember one: set `NUM_BATCHES_TO_RETAIN` to 1 in
+# `kafkalab/storage/producer_state.py` and restart the kernel. The check below fails before the
+# edit and passes after it: it retries the second of three batches. Which error does the retry get
+# now, and what would a Java producer with five requests in flight do when a lost answer makes
+# it resend the oldest one?
+# Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("one-batch-retained")  # raises EngineUnchanged until the engine is edited
 
 # %% [markdown]
 # The broker's files live in scratch directories; this last cell removes them.

@@ -206,6 +206,20 @@ kafkalab_command("dump-log", "--files", str(segment))
 # The partition is empty, so the dump lists only where the segment starts. Chapter 02 dumps
 # segments full of batches; chapter 05 uses `delete-records`; chapter 10 `consumer-groups`.
 
+# %% [markdown]
+# **Change the engine.** Kafka ranks a cluster-wide dynamic default
+# (`kafka-configs --entity-default`) above `server.properties`. Swap the two in
+# `ConfigLayers.broker_layers` (`kafkalab/config/resolve.py`): move the `STATIC_BROKER_CONFIG`
+# line above the `DYNAMIC_DEFAULT_BROKER_CONFIG` one, and restart the kernel. The check below fails
+# before the edit and passes after it. On a running cluster whose brokers all set
+# `log.retention.ms` in `server.properties`, what could an operator still change without a
+# rolling restart? Undo the edit afterwards.
+
+# %% tags=["raises-exception"]
+from kafkalab.classroom.engine_changes import check as engine_change_check
+
+engine_change_check("static-over-dynamic-default")  # raises EngineUnchanged until the engine is edited
+
 # %%
 server.stop()
 remove_scratch_dirs()

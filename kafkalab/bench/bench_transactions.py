@@ -13,19 +13,33 @@ Figure (``python -m kafkalab.bench transactions``):
   same client producing the same records idempotently (``enable.idempotence=true``,
   ``acks=all``) without transactions; target ratio >= 0.6.
 
+* ``transactions.read_committed`` -- MB/s of the log's values read from offset 0 to its end by
+  kafkalab's consumer with ``isolation.level=read_committed`` against the same consumer with
+  ``read_uncommitted``, on one log of transactions of ``READ_TRANSACTION_RECORDS`` records where
+  every ``ABORT_EVERY``-th is aborted; target ratio >= 0.8. Both walk the same bytes: the broker
+  sends the aborted batches to both (to read_committed only up to the last stable offset, here
+  the log end, with the list of aborted transactions from each segment's ``.txnindex``), and the
+  read_committed consumer drops them by Kafka's ``CompletedFetch`` rule. The read_committed
+  side hands the application a third fewer records, which is part of what it is measured on:
+  the rate at which a reader gets through the log.
+
 Default size: 40,000 records of 1 KiB (40 transactions); ``--full``: 200,000. Both producers
 run ``RUNS`` times side by side (which goes first alternates) on fresh topics of one server;
-the run with the median ratio is reported with the spread.
+the run with the median ratio is reported with the spread. The read_committed figure reads a
+log of the same size at each level, side by side, ``READS_PER_RUN`` times in each of ``READ_RUNS``
+runs, after one warm-up.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkalab.bench.report import Reporter
+from kafkalab.bench.report import Reporter, alternate
 
 VALUE_BYTES = 1024
 VALUE = bytes(range(256)) * (VALUE_BYTES // 256)
@@ -34,26 +48,53 @@ RECORDS_FULL = 200_000
 TRANSACTION_RECORDS = 1_000  # the issue's transaction size
 RUNS = 3
 TIMEOUT_S = 60.0  # each client call that waits on the broker gives up after this
+READ_TRANSACTION_RECORDS = 100  # small transactions: many markers and aborted-index entries
+ABORT_EVERY = 3  # every third transaction of the read_committed log is aborted
+READ_RUNS = 5
+READS_PER_RUN = 3  # one read of the default log takes ~0.3 s, too short to time on a busy machine
 
 
 def run(reporter: Reporter, full: bool = False) -> None:
     from kafkalab.client.launcher import start_server
 
     count = RECORDS_FULL if full else RECORDS_DEFAULT
-    results: dict[str, list[float]] = {"idempotent": [], "transactional": []}
     with tempfile.TemporaryDirectory(prefix="kafkalab-bench-") as tmp:
         server = start_server(Path(tmp) / "data")
         try:
-            for run_number in range(RUNS):
-                order = ["idempotent", "transactional"][:: 1 if run_number % 2 == 0 else -1]
-                for name in order:
-                    topic = f"bench-{name}-{run_number}"
-                    _create_topic(server.bootstrap, topic)
-                    seconds = PRODUCERS[name](server.bootstrap, topic, count)
-                    results[name].append(count * VALUE_BYTES / 1e6 / seconds)
+            _produce_figure(reporter, server.bootstrap, count)
+            _read_committed_figure(reporter, server.bootstrap, count)
         finally:
             server.stop()
+
+
+def _produce_figure(reporter: Reporter, bootstrap_servers: str, count: int) -> None:
+    results: dict[str, list[float]] = {"idempotent": [], "transactional": []}
+    for run_number in range(RUNS):
+        order = ["idempotent", "transactional"][:: 1 if run_number % 2 == 0 else -1]
+        for name in order:
+            topic = f"bench-{name}-{run_number}"
+            _create_topic(bootstrap_servers, topic)
+            seconds = PRODUCERS[name](bootstrap_servers, topic, count)
+            results[name].append(count * VALUE_BYTES / 1e6 / seconds)
     reporter.report_runs("transactions.produce", results["transactional"], "MB/s", results["idempotent"], ">=0.6")
+
+
+def _read_committed_figure(reporter: Reporter, bootstrap_servers: str, count: int) -> None:
+    topic = "bench-read-committed"
+    _create_topic(bootstrap_servers, topic)
+    log = write_mixed_log(bootstrap_servers, topic, count)
+    megabytes = count * VALUE_BYTES / 1e6
+
+    def reader(isolation_level: str) -> Callable[[], float]:
+        return lambda: READS_PER_RUN * megabytes / sum(
+            read_to_end(bootstrap_servers, topic, log, isolation_level) for _ in range(READS_PER_RUN))
+
+    steps = {"read_committed": reader("read_committed"), "read_uncommitted": reader("read_uncommitted")}
+    for step in steps.values():  # warm up: connections, numba's compiled decoder, the page cache
+        step()
+    rates = alternate(steps, READ_RUNS)
+    reporter.report_runs("transactions.read_committed", rates["read_committed"], "MB/s",
+                         rates["read_uncommitted"], ">=0.8")
 
 
 def _create_topic(bootstrap_servers: str, topic: str) -> None:
@@ -103,3 +144,52 @@ def produce_transactional(bootstrap_servers: str, topic: str, count: int) -> flo
 
 
 PRODUCERS = {"idempotent": produce_idempotent, "transactional": produce_transactional}
+
+
+@dataclass(frozen=True, slots=True)
+class MixedLog:
+    """What :func:`write_mixed_log` wrote: the log end offset and how many records each
+    isolation level should deliver."""
+
+    end_offset: int
+    committed: int
+    written: int
+
+
+def write_mixed_log(bootstrap_servers: str, topic: str, count: int) -> MixedLog:
+    """``count`` records in transactions of READ_TRANSACTION_RECORDS, every ABORT_EVERY-th aborted."""
+    producer = _producer(bootstrap_servers, count, **{"transactional.id": f"bench-{topic}"})
+    producer.init_transactions(TIMEOUT_S)
+    committed = transactions = 0
+    for first in range(0, count, READ_TRANSACTION_RECORDS):
+        size = min(READ_TRANSACTION_RECORDS, count - first)
+        producer.begin_transaction()
+        _send(producer, topic, size)
+        transactions += 1
+        if transactions % ABORT_EVERY == 0:
+            producer.flush(TIMEOUT_S)  # in the log before the abort, else the client drops them unsent
+            producer.abort_transaction(TIMEOUT_S)
+        else:
+            producer.commit_transaction(TIMEOUT_S)
+            committed += size
+    return MixedLog(end_offset=count + transactions, committed=committed, written=count)
+
+
+def read_to_end(bootstrap_servers: str, topic: str, log: MixedLog, isolation_level: str) -> float:
+    """Seconds for kafkalab's consumer to move from offset 0 to the log end under
+    ``isolation_level``; checks it delivered exactly the records that level should see."""
+    from kafkalab.client.consumer.network import KafkaConsumer
+
+    expected = log.committed if isolation_level == "read_committed" else log.written
+    tp = (topic, 0)
+    with KafkaConsumer({"bootstrap.servers": bootstrap_servers, "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, "isolation.level": isolation_level}) as consumer:
+        consumer.assign([tp])
+        start = time.perf_counter()
+        delivered, deadline = 0, start + TIMEOUT_S
+        while consumer.position(tp) < log.end_offset and time.perf_counter() < deadline:
+            delivered += len(consumer.poll(500))
+        elapsed = time.perf_counter() - start
+    if delivered != expected:
+        raise RuntimeError(f"{isolation_level} delivered {delivered} records, expected {expected}")
+    return elapsed

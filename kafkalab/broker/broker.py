@@ -51,7 +51,7 @@ from kafkalab.broker.coordinator_partitions import CoordinatorPartitions, intern
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
-from kafkalab.broker.handlers import describe_cluster, elect_leaders
+from kafkalab.broker.handlers import describe_cluster, elect_leaders, reassignments
 from kafkalab.broker.handlers.consumer_groups import CONSUMER_GROUP_HANDLERS
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
@@ -63,6 +63,7 @@ from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.topics import TopicRegistry
+from kafkalab.broker.txn_verification import TxnVerificationChannel
 from kafkalab.config import DynamicConfigStore
 from kafkalab.config.resolve import broker_value
 from kafkalab.broker.local_metadata import open_local_controller
@@ -157,6 +158,9 @@ class Broker:
                                       for hosted in self.replica_manager
                                       if hosted.partition.topic == OFFSETS_TOPIC and hosted.partition.is_leader], ())
         self.txn_coordinator = self._transaction_coordinator(clock_ms or timer.now_ms)
+        # KIP-890: a leader asks the coordinator before a transaction's first batch; requests to
+        # another broker's coordinator wait in the channel for the adapter to deliver them.
+        self.txn_verification = TxnVerificationChannel(self)
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
         self.log_dir_failures = LogDirFailureChannel(log_store.log_dirs)
@@ -210,6 +214,11 @@ class Broker:
             return
         self.respond(request.connection_id, request.header.api_key, request.header.api_version,
                      request.header.correlation_id, response)
+
+    def dispatch_later(self, handler: Handler, request: Request) -> None:
+        """Finish a request whose handler returned PENDING: run ``handler`` now, as ``handle``
+        would have, and send (or park again) what it returns."""
+        self._dispatch(handler, request)
 
     def respond(self, connection_id: int, api_key: int, api_version: int, correlation_id: int, body: Any) -> None:
         self._send(connection_id, encode_response(api_key, api_version, correlation_id, body))
@@ -271,6 +280,8 @@ class Broker:
 
     def check_online(self, log: PartitionLog) -> None:
         """Raise KAFKA_STORAGE_ERROR if ``log`` lives in an offline log directory."""
+        if not self.log_dir_failures.offline:
+            return  # the usual case, asked for every partition of every fetch: no path to build
         log_dir = log.directory.parent
         if self.log_dir_failures.is_offline(log_dir):
             raise LogDirFailureError(
@@ -401,6 +412,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ELECT_LEADERS: elect_leaders.handle_elect_leaders,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle_describe_cluster,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,
@@ -442,7 +455,8 @@ def _consumer_group_settings(config_store: DynamicConfigStore, broker_id: str,
         session_timeout_ms=_broker_int(config_store, broker_id, "group.consumer.session.timeout.ms"),
         heartbeat_interval_ms=_broker_int(config_store, broker_id, "group.consumer.heartbeat.interval.ms"),
         assignors=assignors, max_size=_broker_int(config_store, broker_id, "group.consumer.max.size"),
-        offsets_partitions=group_settings.offsets_partitions)
+        offsets_partitions=group_settings.offsets_partitions,
+        migration_policy=str(broker_value(config_store.layers(), broker_id, "group.consumer.migration.policy")))
 
 
 __all__ = ["HANDLERS", "Broker", "Outgoing", "Request"]

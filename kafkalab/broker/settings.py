@@ -3,7 +3,10 @@
 Worked example: ``{"node.id": "1", "num.partitions": "3",
 "advertised.listeners": "PLAINTEXT://localhost:19092"}`` gives node 1 advertising
 localhost:19092 and creating 3-partition topics on demand. ``advertised.listeners`` may not name
-0.0.0.0 -- clients cannot connect to "any address" -- which Kafka refuses the same way.
+0.0.0.0 -- clients cannot connect to "any address" -- which Kafka's KafkaConfig refuses the same
+way at start-up (when ``advertised.listeners`` is unset, the check applies to ``listeners``, which
+then stand in for it). kafkalab is stricter than Kafka in one respect: it also refuses the IPv6
+any-address ``::`` and an empty host, which Kafka lets through.
 """
 
 from __future__ import annotations

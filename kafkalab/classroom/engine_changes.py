@@ -121,6 +121,136 @@ def _check_retention_boundary() -> str:
     return "a segment exactly retention.ms old is now deleted: the boundary moved by 1 ms"
 
 
+def _check_keyless_round_robin() -> str:
+    import random
+
+    from kafkalab.client.producer.partitioner import BuiltInPartitioner
+
+    partitioner = BuiltInPartitioner(batch_size=16_384, rng=random.Random(7))
+    chosen = []
+    for _ in range(30):  # 30 keyless records of 100 bytes: far from filling one 16 KiB batch
+        partition = partitioner.partition("clicks", None, None, 3, [0, 1, 2])
+        partitioner.on_append("clicks", partition, 100, False, 3, [0, 1, 2])
+        chosen.append(partition)
+    spread = len(set(chosen))
+    if spread == 1:
+        raise EngineUnchanged(
+            f"30 keyless records all went to partition {chosen[0]}: the sticky partition is kept until "
+            "batch.size bytes went to it (KIP-794), so BuiltInPartitioner.partition is unchanged "
+            "(restart the kernel after editing partitioner.py)")
+    switches = sum(1 for a, b in zip(chosen, chosen[1:]) if a != b)
+    return f"30 keyless records now went to {spread} partitions, switching {switches} times: one small batch each"
+
+
+def _check_election_order() -> str:
+    from kafkalab.controller.partition_change import elect_leader
+    from kafkalab.metadata.image import PartitionRegistration
+
+    # Broker 1 led; it is fenced and leaves the ISR, which lists 3 before 2.
+    registration = PartitionRegistration(replicas=(1, 2, 3), isr=(1, 3, 2), leader=1)
+    leader, _unclean = elect_leader(registration, (3, 2), lambda broker: broker != 1)
+    if leader == 2:
+        raise EngineUnchanged(
+            "with replicas [1, 2, 3] and ISR [3, 2], broker 2 leads: the first live ISR member in "
+            "*assignment* order, as Kafka elects. elect_leader is unchanged (restart the kernel "
+            "after editing partition_change.py)")
+    return f"broker {leader} now leads: the election follows the ISR's order, not the assignment's"
+
+
+def _check_first_assignor_decides() -> str:
+    from kafkalab.client.membership import MemberConfig
+
+    config = MemberConfig("g", ("orders",), assignors=("cooperative-sticky", "range"))
+    if not config.cooperative:
+        raise EngineUnchanged(
+            "a member listing [cooperative-sticky, range] still rebalances eagerly: every assignor "
+            "must support cooperative rebalancing, as Kafka's ConsumerCoordinator requires. "
+            "MemberConfig.cooperative is unchanged (restart the kernel after editing member.py)")
+    return ("[cooperative-sticky, range] now rebalances cooperatively, although range (eager only) "
+            "may be the protocol the group picks")
+
+
+def _check_commit_acks_1() -> str:
+    from kafkalab.errors import ErrorCode
+    from kafkalab.group.partitioner import OFFSETS_TOPIC, partition_for
+    from kafkalab.protocol.api_keys import ApiKey
+    from kafkalab.sim.cluster import SimCluster
+
+    def call(sim: SimCluster, node: int, api_key: int, version: int, body: dict) -> object:
+        answers: list[object] = []
+        sim.send_request(node, api_key, version, body, answers.append)
+        sim.run_until(lambda: bool(answers), 60_000)
+        return answers[0] if answers else None
+
+    def commit(sim: SimCluster, node: int, offset: int) -> int:
+        body = {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
+            {"name": "orders", "partitions": [{"partition_index": 0, "committed_offset": offset}]}]}
+        return call(sim, node, ApiKey.OFFSET_COMMIT, 8, body).topics[0].partitions[0].error_code  # type: ignore[attr-defined]
+
+    def committed(sim: SimCluster, node: int) -> int:
+        body = {"group_id": "g", "topics": [{"name": "orders", "partition_indexes": [0]}]}
+        answer = call(sim, node, ApiKey.OFFSET_FETCH, 5, body)
+        return answer.topics[0].partitions[0].committed_offset  # type: ignore[attr-defined]
+
+    with tempfile.TemporaryDirectory() as directory:
+        sim = SimCluster(Path(directory), nodes=3, seed=5)
+        try:
+            sim.create_topic("orders", 1, 3)
+            sim.run_for(100)
+            call(sim, 1, ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
+            coordinator = sim.leader(OFFSETS_TOPIC, partition_for("g"))
+            commit(sim, coordinator, 7)
+            sim.run_for(1_000)  # the followers fetch the commit of 7 either way
+            sim.network.isolate(coordinator, [n for n in sim.nodes if n != coordinator])
+            answer = commit(sim, coordinator, 8)  # the followers cannot fetch this commit
+            if answer != ErrorCode.NONE:
+                raise EngineUnchanged(
+                    f"a commit the followers cannot replicate was answered {ErrorCode(answer).name} "
+                    "after offsets.commit.timeout.ms: commits wait for the high watermark "
+                    "(acks=all). when_committed is unchanged (restart the kernel after editing group_log.py)")
+            sim.crash(coordinator)
+            sim.run_for(20_000)  # the controller fences the broker and elects another leader
+            survivor = sim.leader(OFFSETS_TOPIC, partition_for("g"))
+            offset = committed(sim, survivor)
+        finally:
+            sim.close()
+    return f"the commit of 8 was acknowledged, yet broker {survivor}, the new coordinator, serves {offset}"
+
+
+def _check_one_batch_retained() -> str:
+    from kafkalab.client.in_process import InProcessBroker
+    from kafkalab.client.in_process_txn import TxnProducer
+
+    with tempfile.TemporaryDirectory() as directory:
+        broker = InProcessBroker(Path(directory))
+        try:
+            broker.create_topic("orders", 1)
+            producer = TxnProducer(broker, None)
+            producer.init()
+            first = [producer.produce("orders", 0, [f"order-{n}".encode()]) for n in range(3)]
+            retry = producer.produce("orders", 0, [b"order-1"], sequence=1)  # the second batch, again
+        finally:
+            broker.close()
+    if retry.error.name == "NONE":
+        raise EngineUnchanged(
+            f"a retry of the second of three batches was answered with its first offset "
+            f"({retry.base_offset} = {first[1].base_offset}): the partition still remembers five batches. "
+            "NUM_BATCHES_TO_RETAIN is unchanged (restart the kernel after editing producer_state.py)")
+    return f"a retry of the second of three batches is now refused with {retry.error.name}"
+
+
+def _check_static_over_dynamic_default() -> str:
+    from kafkalab.config.resolve import ConfigLayers, describe_topic_config
+
+    layers = ConfigLayers(static={"log.retention.ms": "3600000"}, dynamic_default={"log.retention.ms": "60000"})
+    entry = describe_topic_config(layers, "orders", "retention.ms", broker_id="0")
+    if entry.value == "60000":
+        raise EngineUnchanged(
+            "the cluster-wide dynamic default (60000) still beats server.properties (3600000), as in "
+            "Kafka: ConfigLayers.broker_layers is unchanged (restart the kernel after editing resolve.py)")
+    return f"server.properties now wins: retention.ms is {entry.value}, and kafka-configs --entity-default has no effect"
+
+
 ENGINE_CHANGES: dict[str, EngineChange] = {
     "index-interval-ge": EngineChange(
         "storage/segment.py",
@@ -140,4 +270,36 @@ ENGINE_CHANGES: dict[str, EngineChange] = {
         "            if expiration_ms < current_ms + tick_ms:\n",
         "            if expiration_ms <= current_ms + tick_ms:\n",
         _check_wheel_rule),
+    "keyless-round-robin": EngineChange(
+        "client/producer/partitioner.py",
+        "        if sticky is None or sticky.partition >= num_partitions:\n",
+        "        if True:  # a partition drawn anew for every keyless record\n",
+        _check_keyless_round_robin),
+    "election-isr-order": EngineChange(
+        "controller/partition_change.py",
+        "    for replica in replicas:\n        if valid(replica):\n",
+        "    for replica in target_isr:\n        if valid(replica):\n",
+        _check_election_order),
+    "first-assignor-decides": EngineChange(
+        "client/membership/member.py",
+        "        return all(name in COOPERATIVE for name in self.assignors)\n",
+        "        return self.assignors[0] in COOPERATIVE\n",
+        _check_first_assignor_decides),
+    "commit-acks-1": EngineChange(
+        "broker/group_log.py",
+        "        if hosted is not None and hosted.log.high_watermark > offset:\n",
+        "        if hosted is not None:  # answer once the leader has it, as acks=1\n",
+        _check_commit_acks_1),
+    "one-batch-retained": EngineChange(
+        "storage/producer_state.py",
+        "NUM_BATCHES_TO_RETAIN = 5 ",
+        "NUM_BATCHES_TO_RETAIN = 1 ",
+        _check_one_batch_retained),
+    "static-over-dynamic-default": EngineChange(
+        "config/resolve.py",
+        "            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default),\n"
+        "            (ConfigSource.STATIC_BROKER_CONFIG, self.static),\n",
+        "            (ConfigSource.STATIC_BROKER_CONFIG, self.static),\n"
+        "            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default),\n",
+        _check_static_over_dynamic_default),
 }

@@ -5,7 +5,7 @@ Each function builds one request, sends it, and turns a non-zero error code into
 ``create topic 'orders' failed with TOPIC_ALREADY_EXISTS (36): Topic 'orders' already exists.``
 These are what ``kafkalab topics`` calls; they mirror the calls Kafka's ``TopicCommand`` makes
 through the Java ``Admin`` client (createTopics, listTopics, describeTopics, describeConfigs,
-createPartitions, deleteTopics).
+createPartitions, deleteTopics, listPartitionReassignments).
 
 Worked example: ``create_topic(conn, "orders", partitions=3, replication_factor=1,
 configs={"retention.ms": "3600000"})`` sends CreateTopics with one ``CreatableTopic`` and
@@ -103,6 +103,26 @@ def create_partitions(conn: BrokerConnection, name: str, count: int) -> None:
     for result in response.results:
         check_error(result.error_code, f"increase the partitions of {result.name!r} to {count}",
                     result.error_message)
+
+
+Reassignment = tuple[list[int], list[int], list[int]]  # a partition's replicas, adding, removing
+
+
+def list_partition_reassignments(conn: BrokerConnection,
+                                 partitions: list[tuple[str, int]] | None = None) -> dict[tuple[str, int], Reassignment]:
+    """ListPartitionReassignments: the partitions asked for (None = all) that are being moved."""
+    request = _cls(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+    topics = None
+    if partitions is not None:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        topics = tuple(request.ListPartitionReassignmentsTopics(name=t, partition_indexes=tuple(p))
+                       for t, p in by_topic.items())
+    response = conn.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, request(timeout_ms=ADMIN_TIMEOUT_MS, topics=topics))
+    check_error(response.error_code, "list partition reassignments", response.error_message)
+    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+            for t in response.topics for p in t.partitions}
 
 
 def set_topic_configs(conn: BrokerConnection, name: str, configs: dict[str, str]) -> None:

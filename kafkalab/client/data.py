@@ -65,11 +65,13 @@ def produce_batch(conn: BrokerConnection, topic: str, partition: int, records: l
     return send_batch(conn, topic, partition, records, acks=acks, compression=compression).base_offset
 
 
-def list_offset(conn: BrokerConnection, topic: str, partition: int, timestamp_ms: int) -> int:
-    """ListOffsets: -2 earliest, -1 latest, else the first offset with timestamp >= it (-1: none)."""
+def list_offset(conn: BrokerConnection, topic: str, partition: int, timestamp_ms: int, *,
+                isolation_level: int = 0) -> int:
+    """ListOffsets: -2 earliest, -1 latest, else the first offset with timestamp >= it (-1: none).
+    ``isolation_level`` 1 (read_committed) bounds the answer by the last stable offset."""
     request = SCHEMAS[ApiKey.LIST_OFFSETS][0].cls
     topic_cls = request.ListOffsetsTopic
-    body = request(replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=(topic_cls(
+    body = request(replica_id=CONSUMER_REPLICA_ID, isolation_level=isolation_level, topics=(topic_cls(
         name=topic, partitions=(topic_cls.ListOffsetsPartition(partition_index=partition, timestamp=timestamp_ms),)),))
     (topic_response,) = conn.request(ApiKey.LIST_OFFSETS, body).topics
     (result,) = topic_response.partitions

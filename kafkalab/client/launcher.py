@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -129,6 +130,15 @@ def start_server(
         f"kafkalab server-start on {data_dir} printed no 'server started on HOST:PORT' line "
         f"within {start_timeout_s} s; log:\n{_tail(log_path)}"
     )
+
+
+def unused_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` where nothing listens right now: the operating system picks a free
+    one for a socket that is closed again at once. Another process may take it later, so use it
+    straight away -- e.g. as an ``advertised.listeners`` port where no broker answers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 def _read_from(path: Path, position: int) -> str:

@@ -182,6 +182,9 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("auto.leader.rebalance.enable", B, True, "Move leadership back to the preferred replica in the background."),
     ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "How often the controller checks leader balance.", at_least(1)),
     ConfigKey("leader.imbalance.per.broker.percentage", I, 10, "Leader imbalance per broker that triggers a rebalance.", at_least(0)),
+    ConfigKey("leader.replication.throttled.rate", L, LONG_MAX, "Replication bytes/s a leader may send to throttled replicas.", at_least(0), CW),
+    ConfigKey("follower.replication.throttled.rate", L, LONG_MAX, "Replication bytes/s a follower may fetch for throttled replicas.", at_least(0), CW),
+    ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", L, LONG_MAX, "Bytes/s for moving replicas between log directories.", at_least(0), CW),
     ConfigKey("metadata.log.max.record.bytes.between.snapshots", L, 20971520, "Metadata log bytes appended before the controller writes a new snapshot.", at_least(1)),
     # --- consumer groups and __consumer_offsets -----------------------------------------------
     ConfigKey("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets; do not change after it exists.", at_least(1)),
@@ -202,6 +205,7 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("group.consumer.heartbeat.interval.ms", I, 5000, "Heartbeat interval of consumer-protocol group members.", at_least(1)),
     ConfigKey("group.consumer.assignors", LIST, ["uniform", "range"], "Server-side assignors of consumer-protocol groups; the first is the default.", None),
     ConfigKey("group.consumer.max.size", I, INT_MAX, "Most members a consumer-protocol group may have.", at_least(1)),
+    ConfigKey("group.consumer.migration.policy", STR, "bidirectional", "Online conversion between classic and consumer groups: disabled, upgrade, downgrade or bidirectional.", ValidString(("disabled", "upgrade", "downgrade", "bidirectional"))),
     # --- transactions and __transaction_state -------------------------------------------------
     ConfigKey("transaction.state.log.num.partitions", I, 50, "Partitions of __transaction_state.", at_least(1)),
     ConfigKey("transaction.state.log.replication.factor", S, 3, "Replication factor of __transaction_state.", at_least(1)),
@@ -210,6 +214,8 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("transaction.state.log.load.buffer.size", I, 5242880, "Read size when loading transaction state.", at_least(1)),
     ConfigKey("transaction.max.timeout.ms", I, 900000, "Largest transaction timeout a producer may ask for.", at_least(1)),
     ConfigKey("transactional.id.expiration.ms", I, 604800000, "Forget a transactional id idle for this long.", at_least(1)),
+    ConfigKey("transaction.partition.verification.enable", B, True,
+              "Ask the coordinator before a transaction's first batch in a partition (KIP-890).", None, CW),
     ConfigKey("transactions.remove.expired.transaction.cleanup.interval.ms", I, 3600000,
               "How often the transaction coordinator looks for expired transactional ids.", at_least(1)),
     ConfigKey("producer.id.expiration.ms", I, 86400000, "Forget an idempotent producer idle for this long.", at_least(1), CW),
@@ -246,6 +252,8 @@ _TOPIC_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("message.timestamp.type", STR, "CreateTime", "CreateTime keeps the producer's time; LogAppendTime stamps the broker's.", TIMESTAMP_TYPES),
     ConfigKey("message.timestamp.before.max.ms", L, LONG_MAX, "How far in the past a CreateTime timestamp may be.", at_least(0)),
     ConfigKey("message.timestamp.after.max.ms", L, 3600000, "How far in the future a CreateTime timestamp may be.", at_least(0)),
+    ConfigKey("leader.replication.throttled.replicas", LIST, [], "partition:broker pairs (or *) whose leader side is throttled.", None),
+    ConfigKey("follower.replication.throttled.replicas", LIST, [], "partition:broker pairs (or *) whose follower side is throttled.", None),
 )
 
 BROKER_KEYS: dict[str, ConfigKey] = {key.name: key for key in _BROKER_ROWS}
@@ -293,6 +301,8 @@ TOPIC_TO_BROKER: dict[str, tuple[Synonym, ...]] = {
     "message.timestamp.type": (Synonym("log.message.timestamp.type"),),
     "message.timestamp.before.max.ms": (Synonym("log.message.timestamp.before.max.ms"),),
     "message.timestamp.after.max.ms": (Synonym("log.message.timestamp.after.max.ms"),),
+    "leader.replication.throttled.replicas": (),  # topic-only, as in Kafka's QuotaConfig
+    "follower.replication.throttled.replicas": (),
 }
 
 # Broker keys that stand for the same setting, highest precedence first (Kafka's

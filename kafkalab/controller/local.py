@@ -7,7 +7,7 @@ metadata log ``__cluster_metadata`` as records, and replayed by every node into 
 :class:`~kafkalab.metadata.image.MetadataImage`; brokers act on the image (become leader, become
 follower, create or delete logs). :class:`LocalController` makes those decisions -- topic ids,
 replica placement, partition leaders and ISRs (through :mod:`.partition_change`), fencing,
-producer id blocks, leader elections -- and for each one:
+producer id blocks, leader elections, partition reassignments -- and for each one:
 
 1. writes the records Kafka's controller writes for it (:mod:`.record_builders`);
 2. appends them as one batch to its :class:`~kafkalab.metadata.record_log.RecordLog` (a list in
@@ -17,6 +17,13 @@ producer id blocks, leader elections -- and for each one:
 4. publishes the image synchronously to its subscribers, the replica managers.
 
 It is the controller of a one-process cluster; the KRaft quorum replicates the same records.
+
+Automatic leader balancing (``auto.leader.rebalance.enable``, default true): a partition whose
+leader is not its preferred replica is *imbalanced*. Every ``leader.imbalance.check.interval.seconds``
+(300) the runtime calls :meth:`LocalController.balance_partition_leaders`, which runs a
+preferred election for up to 1,000 of them at once. KRaft's controller looks at nothing else:
+``leader.imbalance.per.broker.percentage``, the ZooKeeper controller's per-broker threshold, is
+accepted and ignored, as Kafka 3.x+ in KRaft mode ignores it.
 
 Placement stripes a new topic's partitions over the sorted live brokers: partition ``p`` starts
 at broker ``(start + p) mod n`` and its other replicas follow in order, with ``start`` drawn from
@@ -42,6 +49,7 @@ from typing import Any
 
 from kafkalab.controller import record_builders as builders
 from kafkalab.controller.partition_change import Election, change_partition, fence_broker, validate_alter_partition
+from kafkalab.controller.reassignment import Assignment, ReassignmentError, is_reassigning, plan, revert, validate_target
 from kafkalab.controller.record_builders import Change
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata import records as r
@@ -51,6 +59,7 @@ from kafkalab.metadata.record_log import SOLE_VOTER_EPOCH, MemoryRecordLog, Reco
 from kafkalab.metadata.records import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, encode_record
 from kafkalab.metadata.snapshot import SnapshotPolicy
 
+MAX_ELECTIONS_PER_IMBALANCE = 1_000  # Kafka's maxElectionsPerImbalance: one check's batch at most
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
 PARTITIONS_MAX = 10_000  # a per-topic bound so one request cannot create millions of logs
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -86,7 +95,10 @@ def check_partition_count(partition_count: int) -> None:
 
 ImageListener = Callable[[MetadataImage], None]
 ElectionResult = tuple[str, int, ErrorCode, str | None]  # (topic, partition, error, message)
+ReassignmentResult = tuple[str, int, ErrorCode, str | None]  # (topic, partition, error, message)
+OngoingReassignment = tuple[str, int, PartitionRegistration]  # a partition with adding/removing replicas
 PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+RECORDS_PER_USER_OP_MAX = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP: one request's batch
 
 
 class LocalController:
@@ -260,7 +272,93 @@ class LocalController:
         if changed is None:
             return ErrorCode.NONE, current
         self._commit(builders.partition_changes(self.image, [(topic, partition, changed)]))
+        if changed.leader != current.leader:
+            # Only completing a reassignment moves the leader here (the old one was removed):
+            # the change is made, and the sender learns it no longer leads, as in Kafka.
+            return ErrorCode.NEW_LEADER_ELECTED, None
         return ErrorCode.NONE, self.image.partition(topic, partition)
+
+    # --- reassignments -------------------------------------------------------------------------
+
+    def alter_partition_reassignments(
+        self, targets: Sequence[tuple[str, int, Sequence[int] | None]],
+        unclean_enabled: Callable[[str], bool] = lambda topic: False, *,
+        allow_replication_factor_change: bool = True,
+    ) -> list[ReassignmentResult]:
+        """Kafka's ``alterPartitionReassignments`` (AlterPartitionReassignments, ``kafkalab
+        reassign-partitions --execute``): start moving each partition to its target replicas,
+        or cancel its reassignment (target None). Each partition succeeds or fails alone; the
+        changes are one batch of PartitionChangeRecords (see :mod:`.reassignment`). Without
+        ``allow_replication_factor_change`` (KIP-860) a target must keep the partition's
+        replication factor."""
+        changes: dict[tuple[str, int], Change] = {}
+        results: list[ReassignmentResult] = []
+        for topic, index, target in targets:
+            try:
+                changed = self._reassign_one(topic, index, target, unclean_enabled(topic),
+                                             allow_replication_factor_change)
+            except (TopicError, ReassignmentError) as error:
+                results.append((topic, index, ErrorCode(error.error_code), str(error)))
+                continue
+            if changed is not None and (topic, index) not in changes and len(changes) >= RECORDS_PER_USER_OP_MAX:
+                results.append((topic, index, ErrorCode.UNKNOWN_SERVER_ERROR,
+                                f"The request changes more than {RECORDS_PER_USER_OP_MAX} partitions."))
+                continue
+            if changed is not None:
+                changes[(topic, index)] = (topic, index, changed)
+            results.append((topic, index, ErrorCode.NONE, None))
+        self._commit(builders.partition_changes(self.image, list(changes.values())))
+        return results
+
+    def _reassign_one(self, topic: str, index: int, target: Sequence[int] | None,
+                      unclean: bool, allow_factor_change: bool) -> PartitionRegistration | None:
+        registration = self._topic_for_reassignment(topic).partitions.get(index)
+        if registration is None:
+            raise TopicError(f"Unable to find partition {topic}:{index}.", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        brokers = self.image.brokers
+
+        def acceptable(replica: int) -> bool:
+            return replica in brokers and not brokers[replica].fenced
+        if target is not None:
+            validate_target(target, brokers)
+            factor = len(Assignment.of(registration).original)
+            if not allow_factor_change and len(target) != factor:
+                raise ReassignmentError(
+                    f"The replication factor of {topic}-{index} would change from {factor} to {len(target)}, "
+                    f"which this request does not allow.", error_code=ErrorCode.INVALID_REPLICATION_FACTOR)
+            return change_partition(registration, registration.isr, acceptable,
+                                    assignment=plan(registration.replicas, target))
+        if not is_reassigning(registration):
+            raise ReassignmentError("No partition reassignment is in progress.",
+                                    error_code=ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)
+        back = revert(registration)
+        if back.unclean and not unclean:
+            raise ReassignmentError(f"Unable to revert partition assignment for {topic}:{index} because it "
+                                    f"would require an unclean leader election.",
+                                    error_code=ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        election = Election.UNCLEAN if unclean else Election.ONLINE
+        return change_partition(registration, back.isr, acceptable, election, back.assignment)
+
+    def _topic_for_reassignment(self, name: str) -> TopicImage:
+        topic = self.image.topics.get(name)
+        if topic is None:
+            raise TopicError(f"Unable to find a topic named {name}.", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return topic
+
+    def list_partition_reassignments(
+        self, wanted: Sequence[tuple[str, Sequence[int]]] | None = None,
+    ) -> list[OngoingReassignment]:
+        """Kafka's ``listPartitionReassignments``: the partitions asked for (None: all) that
+        have a reassignment in progress; unknown topics and partitions are left out."""
+        if wanted is None:
+            wanted = [(name, sorted(topic.partitions)) for name, topic in sorted(self.image.topics.items())]
+        ongoing = []
+        for name, indexes in wanted:
+            for index in indexes:
+                registration = self.image.partition(name, index)
+                if registration is not None and is_reassigning(registration):
+                    ongoing.append((name, index, registration))
+        return ongoing
 
     # --- leader elections ----------------------------------------------------------------------
 
@@ -284,6 +382,27 @@ class LocalController:
                 results.append((topic, index, error, message))
         self._commit(builders.partition_changes(self.image, list(changes.values())))
         return results
+
+    def imbalanced_partitions(self) -> list[tuple[str, int]]:
+        """Partitions led by a replica other than the preferred one (the first assigned), in
+        topic and partition order."""
+        return [(name, index) for name, topic in sorted(self.image.topics.items())
+                for index, registration in sorted(topic.partitions.items())
+                if registration.replicas and registration.leader != registration.replicas[0]]
+
+    def balance_partition_leaders(self, max_elections: int = MAX_ELECTIONS_PER_IMBALANCE) -> bool:
+        """Kafka's ``maybeBalancePartitionLeaders``: a preferred election for up to
+        ``max_elections`` imbalanced partitions whose preferred replica is alive and in sync, as
+        one batch. Returns True when the batch was full, so more may be waiting."""
+        changes: list[Change] = []
+        for topic, index in self.imbalanced_partitions():
+            if len(changes) >= max_elections:
+                break
+            _error, _message, changed = self._elect_one(topic, index, Election.PREFERRED)
+            if changed is not None:
+                changes.append((topic, index, changed))
+        self._commit(builders.partition_changes(self.image, changes))
+        return len(changes) >= max_elections
 
     def _elect_one(self, topic: str, index: int, election: Election) -> tuple[ErrorCode, str | None, PartitionRegistration | None]:
         registration = self.image.partition(topic, index)
@@ -314,7 +433,7 @@ class LocalController:
 
 
 __all__ = [
-    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "ElectionResult", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
+    "PARTITIONS_MAX", "PRODUCER_ID_BLOCK_SIZE", "RECORDS_PER_USER_OP_MAX", "ElectionResult", "OngoingReassignment", "ReassignmentResult", "TOPIC_NAME_CHARS_MAX", "ImageListener", "LocalController",
     "TopicError",
     "check_partition_count", "validate_topic_name",
 ]

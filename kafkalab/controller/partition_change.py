@@ -21,6 +21,12 @@ Electing a leader, in order (``Election.ONLINE``, the default):
 ``Election.PREFERRED`` tries the first assigned replica before the current leader
 (``kafkalab leader-election --election-type PREFERRED``).
 
+A change may also carry a new assignment (a reassignment starting or being cancelled, see
+:mod:`.reassignment`), and every change first checks whether its target ISR completes a
+reassignment in progress; "assignment order" is then the order of the new replica list. A
+replica list that loses a member bumps the leader epoch even when the leader stays, so every
+replica learns of the change (Kafka's ``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``).
+
 The ISR never becomes empty: when the last ISR member is fenced, it stays the ISR while the
 partition has no leader, so that it -- the one replica known to hold every committed record --
 leads again when it returns. Epochs: a leader change (to -1 too) bumps the leader epoch; any
@@ -38,6 +44,7 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from kafkalab.controller.reassignment import Assignment, complete
 from kafkalab.errors import ErrorCode
 from kafkalab.metadata.image import NO_BROKER_EPOCH, NO_LEADER, BrokerRegistration, PartitionRegistration
 
@@ -52,13 +59,14 @@ class Election(enum.Enum):
 
 def elect_leader(
     registration: PartitionRegistration, target_isr: Sequence[int], acceptable: Callable[[int], bool],
-    election: Election = Election.ONLINE,
+    election: Election = Election.ONLINE, replicas: Sequence[int] | None = None,
 ) -> tuple[int, bool]:
-    """(leader, unclean) under Kafka's rules; (-1, False) when nobody may lead."""
+    """(leader, unclean) under Kafka's rules; (-1, False) when nobody may lead. ``replicas``
+    is the assignment being moved to (default: the current one)."""
     def valid(replica: int) -> bool:
         return replica in target_isr and acceptable(replica)
 
-    replicas = registration.replicas
+    replicas = registration.replicas if replicas is None else replicas
     if election is Election.PREFERRED and replicas and valid(replicas[0]):
         return replicas[0], False
     if registration.leader != NO_LEADER and valid(registration.leader):
@@ -75,22 +83,30 @@ def elect_leader(
 
 def change_partition(
     registration: PartitionRegistration, target_isr: Sequence[int], acceptable: Callable[[int], bool],
-    election: Election = Election.ONLINE,
+    election: Election = Election.ONLINE, assignment: Assignment | None = None,
 ) -> PartitionRegistration | None:
-    """The next registration for ``target_isr`` (electing a leader if needed), or None if
-    nothing changes."""
-    leader, unclean = elect_leader(registration, target_isr, acceptable, election)
+    """The next registration for ``target_isr`` and ``assignment`` (default: unchanged),
+    completing a reassignment the ISR allows and electing a leader if needed; None if nothing
+    changes."""
+    assignment = Assignment.of(registration) if assignment is None else assignment
+    completed = complete(assignment, target_isr)
+    if completed is not None:
+        assignment, target_isr = completed
+    leader, unclean = elect_leader(registration, target_isr, acceptable, election, assignment.replicas)
     isr = tuple(registration.isr)
     recovery = registration.leader_recovery_state
     if leader != registration.leader and unclean:
         isr, recovery = (leader,), RECOVERING
     elif target_isr and tuple(target_isr) != isr:
         isr = tuple(target_isr)
-    if leader == registration.leader and isr == tuple(registration.isr) and recovery == registration.leader_recovery_state:
+    if (leader == registration.leader and isr == tuple(registration.isr)
+            and recovery == registration.leader_recovery_state and assignment == Assignment.of(registration)):
         return None
-    leader_epoch = registration.leader_epoch + (1 if leader != registration.leader else 0)
-    return replace(registration, isr=isr, leader=leader, leader_epoch=leader_epoch,
-                   partition_epoch=registration.partition_epoch + 1, leader_recovery_state=recovery)
+    bump = leader != registration.leader or not set(registration.replicas) <= set(assignment.replicas)
+    return replace(registration, replicas=assignment.replicas, isr=isr, leader=leader,
+                   leader_epoch=registration.leader_epoch + (1 if bump else 0),
+                   partition_epoch=registration.partition_epoch + 1, leader_recovery_state=recovery,
+                   adding_replicas=assignment.adding, removing_replicas=assignment.removing)
 
 
 def fence_broker(

@@ -10,8 +10,9 @@ exactly the decided state:
 * a new topic: one TopicRecord, then one PartitionRecord per partition
   (``ReplicationControlManager.createTopic``);
 * a changed partition: one PartitionChangeRecord holding only the fields that moved -- the ISR
-  when it changed, the leader when it changed (else -2, which also keeps the leader epoch), the
-  leader recovery state when it changed (``PartitionChangeBuilder.build``);
+  when it changed, the leader when the leader epoch must grow (else -2, which keeps it: a leader
+  field, even the same leader, bumps the epoch on replay), the leader recovery state when it
+  changed, and the replica lists when a reassignment moved them (``PartitionChangeBuilder.build``);
 * a broker joining: RegisterBrokerRecord, fenced as Kafka registers every broker, then
   BrokerRegistrationChangeRecord (fenced -1) once it may serve (``handleBrokerUnfenced``).
 
@@ -51,15 +52,15 @@ def partition_change(topic_id: uuid.UUID, index: int, old: PartitionRegistration
                      new: PartitionRegistration) -> Any:
     """The PartitionChangeRecord turning ``old`` into ``new``: only the fields that differ."""
     assert new.partition_epoch == old.partition_epoch + 1, "a change bumps the partition epoch once"
-    assert new.leader_epoch == old.leader_epoch + (new.leader != old.leader), (
-        "the leader epoch grows exactly when the leader changes")
+    assert new.leader_epoch - old.leader_epoch in (0, 1), "a change bumps the leader epoch at most once"
+    assert new.leader == old.leader or new.leader_epoch > old.leader_epoch, "a new leader gets a new epoch"
 
     def changed(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
         return None if a == b else b
 
     return r.PARTITION_CHANGE_RECORD.cls(
         partition_id=index, topic_id=topic_id, isr=changed(old.isr, new.isr),
-        leader=r.NO_LEADER_CHANGE if new.leader == old.leader else new.leader,
+        leader=r.NO_LEADER_CHANGE if new.leader_epoch == old.leader_epoch else new.leader,
         replicas=changed(old.replicas, new.replicas),
         removing_replicas=changed(old.removing_replicas, new.removing_replicas),
         adding_replicas=changed(old.adding_replicas, new.adding_replicas),

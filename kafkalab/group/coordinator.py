@@ -19,6 +19,10 @@ Kafka: UNKNOWN_MEMBER_ID for a member id the group does not know, ILLEGAL_GENERA
 generation, REBALANCE_IN_PROGRESS when a heartbeat or commit arrives mid-rebalance,
 FENCED_INSTANCE_ID when a static member's instance id now belongs to another member id.
 
+A group id that belongs to a KIP-848 consumer group with members is served there instead: its
+classic members' JoinGroup, SyncGroup, Heartbeat and LeaveGroup go to
+:mod:`kafkalab.group.consumer.classic_members` (a rolling upgrade between the protocols).
+
 Worked example (initial delay 3000 ms, session timeout 10000 ms): c1 and c2 join at t=0; at
 t=3000 both get generation 1 (c1 leads); c2 stops heartbeating after t=3000, so at t=13000 its
 DelayedHeartbeat expires, the group moves to PreparingRebalance, c1's next heartbeat answers
@@ -34,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import ErrorCode
+from kafkalab.group.admin import GroupAdministration
+from kafkalab.group.consumer import classic_members
 from kafkalab.group.consumer.coordinator import ConsumerGroupCoordinator, ConsumerGroupSettings, TopicLookup
 from kafkalab.group.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafkalab.group.group import ClassicGroup, Member
@@ -41,6 +47,7 @@ from kafkalab.group.log import CoordinatorLog
 from kafkalab.group.offsets import OffsetStore
 from kafkalab.group.partitioner import partition_for
 from kafkalab.group.records import GroupMetadataValue, MemberMetadata, group_metadata_key, group_metadata_value
+from kafkalab.group.requests import JoinRequest, JoinResult, Respond, SyncResult
 from kafkalab.group.state import GroupEvent, GroupState
 from kafkalab.purgatory import DelayedOperationPurgatory
 from kafkalab.timer import Timer
@@ -63,44 +70,9 @@ class GroupSettings:
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
 
 
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    api_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    error_code: int
-    member_id: str = ""
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    members: tuple[tuple[str, str | None, bytes], ...] = ()  # (member id, instance id, metadata)
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error_code: int
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-Respond = Callable[[Any], None]
-
-
-class GroupCoordinator:
-    """Every classic group this node coordinates. Not thread-safe; owned by one broker."""
+class GroupCoordinator(GroupAdministration):
+    """Every classic group this node coordinates. Not thread-safe; owned by one broker. The
+    group-wide APIs (list, describe, delete, expire, load) are in :mod:`kafkalab.group.admin`."""
 
     def __init__(self, settings: GroupSettings, log: CoordinatorLog, timer: Timer, rng: random.Random,
                  clock_ms: Callable[[], int] | None = None, topics: TopicLookup | None = None,
@@ -147,9 +119,10 @@ class GroupCoordinator:
         if error:
             return JoinResult(error, member_id=request.member_id)
         consumer_group = self.consumer.groups.get(request.group_id)
-        if consumer_group is not None:  # an Empty one gives way, as in Kafka; kafkalab mixes no protocols
-            if consumer_group.members:
-                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id)
+        if consumer_group is not None:  # an Empty one gives way, as in Kafka
+            if consumer_group.members:  # a classic member of a consumer group (a rolling upgrade)
+                self.consumer.now_ms = max(self.consumer.now_ms, now_ms)
+                return classic_members.join(self.consumer, consumer_group, request)
             self.consumer.delete_group(consumer_group)
         group = self.groups.get(request.group_id)
         if group is None:
@@ -359,6 +332,10 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if self.coordinator_error(group_id):
             return SyncResult(self.coordinator_error(group_id))
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return classic_members.sync(self.consumer, consumer_group, generation_id, member_id, instance_id,
+                                        protocol_type, protocol_name)
         if group is None:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
         error = self.check_member(group, member_id, instance_id)
@@ -448,6 +425,9 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if self.coordinator_error(group_id):
             return self.coordinator_error(group_id)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return classic_members.heartbeat(self.consumer, consumer_group, generation_id, member_id, instance_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
         error = self.check_member(group, member_id, instance_id)
@@ -466,6 +446,9 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if self.coordinator_error(group_id):
             return [self.coordinator_error(group_id) for _ in members]
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return classic_members.leave(self.consumer, consumer_group, members)
         if group is None or group.is_in(S.DEAD):
             return [E.UNKNOWN_MEMBER_ID for _ in members]
         results: list[int] = []
@@ -512,6 +495,21 @@ class GroupCoordinator:
             member.join_callback = None
         self._answer_sync(member, SyncResult(E.UNKNOWN_MEMBER_ID))
 
+    def hand_over(self, group: ClassicGroup, now_ms: int) -> None:
+        """The group becomes a consumer group (KIP-848's online upgrade): waiting JoinGroups and
+        SyncGroups answer REBALANCE_IN_PROGRESS, sessions end, and the group gets its tombstone."""
+        for member in group.members.values():
+            callback, member.join_callback = member.join_callback, None
+            if callback is not None:
+                callback(JoinResult(E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+            self._answer_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
+        for member_id in [*group.members, *group.pending_members]:
+            self._cancel_heartbeat(group, member_id)
+        self._end_pending_sync(group)
+        self.remove_group(group, now_ms)
+        if group.join_operation is not None:
+            group.join_operation.force_complete()  # finds the group Dead and does nothing
+
     # --- sessions -------------------------------------------------------------------------
 
     def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
@@ -556,59 +554,3 @@ class GroupCoordinator:
                                    current_state_timestamp=self.now_ms, members=members)
         return self.log.append(self.partition_of(group.group_id),
                                [(group_metadata_key(group.group_id), group_metadata_value(value))], self.now_ms)
-
-    # --- groups as a whole: list, describe, delete, expire, load --------------------------
-
-    def list_groups(self, states: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
-        """(group id, protocol type, state) of every live group, filtered as ListGroups v4/v5."""
-        wanted_states = {s.lower() for s in states}
-        wanted_types = {t.lower() for t in types}
-        return [
-            (group.group_id, group.protocol_type or "", group.state.value)
-            for group in sorted(self.groups.values(), key=lambda g: g.group_id)
-            if not group.is_in(S.DEAD)
-            and (not wanted_states or group.state.value.lower() in wanted_states)
-            and (not wanted_types or "classic" in wanted_types)
-        ]
-
-    def describe_group(self, group_id: str) -> ClassicGroup | None:
-        group = self.groups.get(group_id)
-        return None if group is None or group.is_in(S.DEAD) else group
-
-    def delete_group(self, group_id: str, now_ms: int) -> int:
-        """DeleteGroups for one group: only an Empty group may go (NON_EMPTY_GROUP)."""
-        self.now_ms = now_ms
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            error = self.consumer.delete_group(consumer_group)
-            if error == E.NONE:
-                self.offsets.delete_group_offsets(group_id, now_ms)
-            return error
-        group = self.groups.get(group_id)
-        if self.coordinator_error(group_id):
-            return self.coordinator_error(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return E.GROUP_ID_NOT_FOUND
-        if not group.is_in(S.EMPTY):
-            return E.NON_EMPTY_GROUP
-        self.offsets.delete_group_offsets(group_id, now_ms)
-        group.transition(GroupEvent.GROUP_REMOVED, now_ms)
-        del self.groups[group_id]
-        return E.NONE
-
-    def remove_group(self, group: ClassicGroup, now_ms: int) -> None:
-        """An Empty group whose offsets all expired: tombstone it and forget it."""
-        self.log.append(self.partition_of(group.group_id), [(group_metadata_key(group.group_id), None)], now_ms)
-        group.transition(GroupEvent.GROUP_REMOVED, now_ms)
-        self.groups.pop(group.group_id, None)
-
-    def expire_offsets(self, now_ms: int) -> int:
-        self.now_ms = now_ms
-        return self.offsets.expire(now_ms)
-
-    def load(self, now_ms: int) -> int:
-        """Rebuild groups and offsets from the whole log (Kafka's coordinator load); the number
-        of records replayed. A broker loads one partition at a time instead, as it is elected."""
-        from kafkalab.group.ownership import load_all
-
-        return load_all(self, now_ms)

@@ -36,6 +36,7 @@ writes key ``0001 0001 67 0006 6f7264657273 00000000`` (17 bytes) and value
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,7 @@ KEY_VERSION = 0  # a key's body has one layout; its type says which
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
+OFFSET_COMMIT_KEYS_CACHED = 4096  # encoded keys kept: the partitions a busy coordinator commits
 
 # record type -> (key schema, value schema), for the classic group protocol's records
 CLASSIC_RECORD_TYPES: dict[int, tuple[Message, Message]] = {
@@ -122,7 +124,9 @@ def framed(prefix: int, schema: Message, value: Any, version: int) -> bytes:
     return writer.to_bytes()
 
 
+@functools.lru_cache(maxsize=OFFSET_COMMIT_KEYS_CACHED)
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    """A group commits the same partitions again and again: each key is encoded once."""
     body = OFFSET_COMMIT_KEY.cls(group=group, topic=topic, partition=partition)
     return framed(OFFSET_COMMIT_TYPE, OFFSET_COMMIT_KEY, body, KEY_VERSION)
 

@@ -1,12 +1,14 @@
-"""Fetch's hot path: its request decoded and its response encoded field by field, by hand.
+"""Fetch's hot path: its request and its response encoded and decoded field by field, by hand.
 
 Theory of operation
 -------------------
 A consumer reading as fast as it can sends one Fetch per megabyte, and the broker spends more
 time interpreting the generic schemas (:mod:`kafkalab.protocol.schema`) for that one request and
-its response than it spends finding the records. Kafka generates a dedicated Java reader and
+its response than it spends finding the records; a follower decodes a response naming every
+partition it follows several times a second. Kafka generates a dedicated Java reader and
 writer per message from its JSON schemas; this module is the same idea written out for the one
-message on the consume path, for every version the broker serves (4-12, flexible from 12).
+message on the consume and replication paths, for every version the broker serves (4-12,
+flexible from 12).
 
 Both directions stay exactly equal to the generic codec, which remains the definition:
 
@@ -19,8 +21,11 @@ Both directions stay exactly equal to the generic codec, which remains the defin
   for ``sendfile``, and the aborted transactions a read_committed consumer gets as fixed
   16-byte runs. A body it does not expect (a diverging epoch, which only followers see) goes
   to the generic encoder.
+* :func:`decode_fetch_response` takes what a leader sends -- no tagged fields -- and returns
+  the same frozen dataclasses, records as bytes; a diverging epoch (a tagged field), a
+  truncated body or trailing bytes go to the generic decoder.
 
-The tests compare both against the generic codec on seeded random values at every version.
+The tests compare all three against the generic codec on seeded random values at every version.
 
 Worked example: a v12 request for ``orders-0`` at offset 41 is 7 ints in one
 ``unpack_from(">iiiibii")``, a compact array count ``02`` (one topic), the compact string
@@ -35,7 +40,7 @@ import struct
 from typing import Any
 
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
-from kafkalab.protocol.types import Part, RecordsParts
+from kafkalab.protocol.types import UVARINT_BYTES_MAX, Part, RecordsParts
 
 FLEXIBLE_FROM = FETCH_REQUEST.flexible_from  # 12
 TOPICS_MAX = 100_000  # more topics or partitions in one request than this is not a consumer
@@ -46,6 +51,9 @@ _TOPIC = _REQ.FetchTopic
 _PARTITION = _TOPIC.FetchPartition
 _FORGOTTEN = _REQ.ForgottenTopic
 _RESP = FETCH_RESPONSE.cls
+_TOPIC_DATA = _RESP.FetchableTopicResponse
+_PARTITION_DATA = _TOPIC_DATA.PartitionData
+_ABORTED_TXN = _PARTITION_DATA.AbortedTransaction
 
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
@@ -127,14 +135,17 @@ def _partition(fields: tuple[int, ...], version: int) -> Any:
 
 
 def _uvarint(view: memoryview, position: int) -> tuple[int, int]:
-    """A uvarint of at most two bytes (counts and lengths below 16,384); longer is irregular."""
+    """A uvarint of at most five bytes, as the generic reader takes; longer is irregular."""
     first = view[position]
     if first < 0x80:
         return first, position + 1
-    second = view[position + 1]
-    if second >= 0x80:
-        raise _Irregular("long varint")
-    return (first & 0x7F) | (second << 7), position + 2
+    value = 0
+    for index in range(UVARINT_BYTES_MAX):
+        byte = view[position + index]
+        value |= (byte & 0x7F) << (7 * index)
+        if byte < 0x80:
+            return value, position + index + 1
+    raise _Irregular("long varint")
 
 
 def _count(view: memoryview, position: int, flexible: bool, limit: int) -> tuple[int, int]:
@@ -271,3 +282,95 @@ def _put_records(out: bytearray, parts: list[Part], records: Any, flexible: bool
             parts.append(part)
             out = bytearray()
     return out
+
+
+# --- the response, read back (followers and consumers) ----------------------------------------
+
+
+def decode_fetch_response(data: bytes | bytearray | memoryview, version: int, *,
+                          allow_trailing: bool = False) -> Any:
+    """The response body at ``version``, equal to ``FETCH_RESPONSE.decode(data, version,
+    allow_trailing=allow_trailing)``; raises what that raises."""
+    if 4 <= version <= 12:
+        try:
+            body, end = _decode_response(memoryview(data), version)
+            if allow_trailing or end == len(data):
+                return body
+        except (_Irregular, struct.error, IndexError, UnicodeDecodeError, ValueError):
+            pass
+    return FETCH_RESPONSE.decode(data, version, allow_trailing=allow_trailing)
+
+
+def _decode_response(view: memoryview, version: int) -> tuple[Any, int]:
+    """(body, where it ends)."""
+    flexible = version >= FLEXIBLE_FROM
+    top = _RESPONSE_TOP[version]
+    values = top.unpack_from(view, 0)
+    position = top.size
+    count, position = _count(view, position, flexible, TOPICS_MAX)
+    topics = []
+    for _ in range(count):
+        name, position = _string(view, position, flexible)
+        partition_count, position = _count(view, position, flexible, PARTITIONS_MAX)
+        partitions = []
+        for _ in range(partition_count):
+            data, position = _partition_data(view, position, version, flexible)
+            partitions.append(data)
+        position = _no_tags(view, position, flexible)
+        topics.append(_TOPIC_DATA(topic=name, partitions=tuple(partitions)))
+    position = _no_tags(view, position, flexible)
+    error_code, session_id = values[1:] if version >= 7 else (0, 0)
+    body = _RESP(throttle_time_ms=values[0], error_code=error_code, session_id=session_id, responses=tuple(topics))
+    return body, position
+
+
+def _partition_data(view: memoryview, position: int, version: int, flexible: bool) -> tuple[Any, int]:
+    run = _RESPONSE_PARTITION[version]
+    fields = run.unpack_from(view, position)
+    aborted, position = _aborted(view, position + run.size, flexible)
+    preferred_read_replica = -1
+    if version >= 11:
+        (preferred_read_replica,) = _I32.unpack_from(view, position)
+        position += 4
+    records, position = _records(view, position, flexible)
+    position = _no_tags(view, position, flexible)
+    data = _PARTITION_DATA(
+        partition_index=fields[0], error_code=fields[1], high_watermark=fields[2], last_stable_offset=fields[3],
+        log_start_offset=fields[4] if version >= 5 else -1, aborted_transactions=aborted,
+        preferred_read_replica=preferred_read_replica, records=records)
+    return data, position
+
+
+def _aborted(view: memoryview, position: int, flexible: bool) -> tuple[tuple[Any, ...] | None, int]:
+    """The nullable ``aborted_transactions`` array."""
+    count, position = _length(view, position, flexible)
+    if count == -1:
+        return None, position
+    if not 0 <= count <= PARTITIONS_MAX:
+        raise _Irregular("oversized array")
+    entries = []
+    for _ in range(count):
+        producer_id, first_offset = _ABORTED.unpack_from(view, position)
+        position = _no_tags(view, position + _ABORTED.size, flexible)
+        entries.append(_ABORTED_TXN(producer_id=producer_id, first_offset=first_offset))
+    return tuple(entries), position
+
+
+def _records(view: memoryview, position: int, flexible: bool) -> tuple[bytes | None, int]:
+    """A nullable records field, copied out of the frame."""
+    length, position = _length(view, position, flexible)
+    if length == -1:
+        return None, position
+    end = position + length
+    if length < 0 or end > len(view):
+        raise _Irregular("truncated records")
+    return bytes(view[position:end]), end
+
+
+def _length(view: memoryview, position: int, flexible: bool) -> tuple[int, int]:
+    """A length or count that may be -1 (null)."""
+    if flexible:
+        length, position = _uvarint(view, position)
+        return length - 1, position
+    (length,) = _I32.unpack_from(view, position)
+    return length, position + 4

@@ -21,7 +21,7 @@ from typing import Any
 
 from kafkalab.errors import ProtocolError
 from kafkalab.protocol.api_keys import ApiKey
-from kafkalab.protocol.fetch_codec import decode_fetch_request, encode_fetch_response
+from kafkalab.protocol.fetch_codec import decode_fetch_request, decode_fetch_response, encode_fetch_response
 from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.messages import SCHEMAS
 from kafkalab.protocol.messages.api_versions import API_VERSIONS_RESPONSE
@@ -127,8 +127,10 @@ def decode_response(api_key: int, api_version: int, frame: bytes, *, allow_trail
     correlation_id = reader.int32()
     if response_schema.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS:
         _skip_tagged_fields(reader)
-    return correlation_id, response_schema.decode(memoryview(frame)[reader.position :], api_version,
-                                                  allow_trailing=allow_trailing)
+    body = memoryview(frame)[reader.position :]
+    if api_key == ApiKey.FETCH:
+        return correlation_id, decode_fetch_response(body, api_version, allow_trailing=allow_trailing)
+    return correlation_id, response_schema.decode(body, api_version, allow_trailing=allow_trailing)
 
 
 def unsupported_api_versions_response(correlation_id: int, supported: tuple[int, int]) -> list[Part]:

@@ -52,10 +52,12 @@ instead of seven reads, each with its own bounds check.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import struct
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from kafkalab.errors import ProtocolError, UnsupportedVersionError
@@ -253,10 +255,8 @@ class _Run:
     names: tuple[str, ...]
     codec: struct.Struct
     singles: tuple[tuple[str, ReadFn, WriteFn], ...]  # the same fields one by one
-
-    @property
-    def what(self) -> str:
-        return "fields " + ", ".join(self.names)
+    what: str  # how an error names the run: "fields a, b"; built once, read on every run
+    values: Callable[[Any], tuple[Any, ...]]  # the run's values from a message, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +266,7 @@ class _Plan:
     cls: Any
     defaults: dict[str, Any]
     untagged: tuple[tuple[str, ReadFn, WriteFn], ...]
-    tagged: dict[int, tuple[str, ReadFn, WriteFn]]  # tag -> (field name, read, write)
+    tagged: dict[int, tuple[str, ReadFn, WriteFn]]  # tag -> (field name, read, write), tag order
     flexible: bool
     steps: tuple[Any, ...]  # ``untagged`` with runs of fixed-width fields merged into _Run
 
@@ -287,7 +287,8 @@ class _Plan:
             else:
                 untagged.append((fld.name, read, write))
                 codes.append(FIXED_CODES.get(fld.type) if fld.struct is None else None)
-        return _Plan(struct.cls, defaults, tuple(untagged), tagged, flexible, _merge_runs(untagged, codes))
+        return _Plan(struct.cls, defaults, tuple(untagged), dict(sorted(tagged.items())), flexible,
+                     _merge_runs(untagged, codes))
 
     def read(self, reader: Reader) -> Any:
         values: dict[str, Any] = {}
@@ -324,18 +325,18 @@ class _Plan:
                 )
 
     def write(self, writer: Writer, value: Any) -> None:
-        get = _getter(value, self.defaults)
+        if isinstance(value, dict):  # for convenience in tests: a plain dict, defaults filled in
+            value = SimpleNamespace(**{**self.defaults, **value})
         for step in self.steps:
             if type(step) is tuple:
-                step[2](writer, get(step[0]))
+                step[2](writer, getattr(value, step[0]))
             else:
-                writer.fixed_run(step.codec, [get(name) for name in step.names], step.names)
+                writer.fixed_run(step.codec, step.values(value), step.names)
         if not self.flexible:
             return
         present = []
-        for tag in sorted(self.tagged):
-            name, _, write = self.tagged[tag]
-            tag_value = get(name)
+        for tag, (name, _, write) in self.tagged.items():  # in tag order, as KIP-482 requires
+            tag_value = getattr(value, name)
             if tag_value != self.defaults[name]:
                 present.append((tag, write, tag_value))
         writer.uvarint(len(present))
@@ -359,19 +360,14 @@ def _merge_runs(untagged: list[tuple[str, ReadFn, WriteFn]], codes: list[str | N
         if end - index >= 2:
             run = tuple(untagged[index:end])
             fmt = ">" + "".join(code for code in codes[index:end] if code is not None)
-            steps.append(_Run(tuple(name for name, _, _ in run), struct.Struct(fmt), run))
+            names = tuple(name for name, _, _ in run)
+            steps.append(_Run(names, struct.Struct(fmt), run, "fields " + ", ".join(names),
+                              operator.attrgetter(*names)))
             index = end
         else:
             steps.append(untagged[index])
             index += 1
     return tuple(steps)
-
-
-def _getter(value: Any, defaults: dict[str, Any]) -> Callable[[str], Any]:
-    """Field access for dataclass instances and, for convenience in tests, plain dicts."""
-    if isinstance(value, dict):
-        return lambda name: value.get(name, defaults[name])
-    return lambda name: getattr(value, name)
 
 
 def _codec(fld: Field, version: int, flexible: bool) -> tuple[ReadFn, WriteFn]:
@@ -389,7 +385,7 @@ def _array_codec(
         count = reader.array_count(compact, nullable)
         if count == -1:
             return None
-        return tuple(read_one(reader) for _ in range(count))
+        return tuple([read_one(reader) for _ in range(count)])
 
     def write(writer: Writer, value: Any) -> None:
         if value is None:
@@ -409,10 +405,8 @@ def _element_codec(fld: Field, version: int, flexible: bool, nullable: bool) -> 
         struct = fld.struct
         if nullable:
             return _nullable_struct_codec(struct, version, flexible)
-        return (
-            lambda r: struct.read(r, version, flexible),
-            lambda w, v: struct.write(w, v, version, flexible),
-        )
+        plan = struct.plan(version, flexible)  # a nested struct's plan, found once
+        return plan.read, plan.write
     factory = _PRIMITIVE_CODECS[fld.element_type]
     return factory(flexible, nullable, fld.name)
 

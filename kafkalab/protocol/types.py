@@ -101,23 +101,27 @@ class Reader:
     def remaining_bytes(self) -> int:
         return self._end - self.position
 
-    def _take(self, size_bytes: int, what: str) -> memoryview:
-        if size_bytes > self._end - self.position:
-            raise ProtocolError(
-                f"truncated {what} at byte {self.position}: need {size_bytes} bytes, "
-                f"{self._end - self.position} remain"
-            )
+    def _advance(self, size_bytes: int, what: str) -> int:
+        """Move past ``size_bytes`` bytes; returns where they start."""
         start = self.position
-        self.position += size_bytes
+        if size_bytes > self._end - start:
+            raise ProtocolError(
+                f"truncated {what} at byte {start}: need {size_bytes} bytes, {self._end - start} remain"
+            )
+        self.position = start + size_bytes
+        return start
+
+    def _take(self, size_bytes: int, what: str) -> memoryview:
+        start = self._advance(size_bytes, what)
         return self._view[start : self.position]
 
     def _fixed(self, codec: struct.Struct, what: str) -> int:
-        value: int = codec.unpack_from(self._take(codec.size, what))[0]
+        value: int = codec.unpack_from(self._view, self._advance(codec.size, what))[0]
         return value
 
     def fixed_run(self, codec: struct.Struct, what: str) -> tuple[Any, ...]:
         """Several fixed-width fields in one ``unpack_from`` (a schema's run of int fields)."""
-        values: tuple[Any, ...] = codec.unpack_from(self._take(codec.size, what))
+        values: tuple[Any, ...] = codec.unpack_from(self._view, self._advance(codec.size, what))
         return values
 
     def int8(self) -> int:
@@ -149,6 +153,10 @@ class Reader:
         return uuid.UUID(bytes=bytes(self._take(16, "uuid")))
 
     def uvarint(self, bytes_max: int = UVARINT_BYTES_MAX) -> int:
+        position = self.position
+        if position < self._end and self._view[position] < 0x80:  # one byte: counts, lengths, tags
+            self.position = position + 1
+            return self._view[position]
         value = 0
         for index in range(bytes_max):
             if self.position >= self._end:

@@ -22,6 +22,10 @@ leaders' half, which a transaction coordinator calls; clients never send it.
 ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) are advertised at v0, the only
 version Kafka 3.9 defines and the one its Java client sends with ``group.protocol=consumer``.
 
+AlterPartitionReassignments is advertised at 0-1: v1 (KIP-860, Kafka 4.1) only adds
+``allow_replication_factor_change``; Kafka 3.9's Java client knows v0 and sends it.
+ListPartitionReassignments has only v0.
+
 Worked example: kafka-python 3.0 speaks Metadata 0-13 and kafkalab advertises 0-12, so it sends
 v12; librdkafka 2.0.2 speaks 0-4 and sends v4; aiokafka speaks 0-5 and sends v5.
 """

@@ -69,17 +69,23 @@ _UINT32 = struct.Struct(">I")
 # ----------------------------------------------------------------------------- encode
 
 
+_NULL_LENGTH = encode_varint(-1)  # a null key, value or header value
+
+
 def _encode_bytes(data: bytes | None) -> bytes:
     if data is None:
-        return encode_varint(-1)
+        return _NULL_LENGTH
     return encode_varint(len(data)) + data
 
 
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None,
                   value: bytes | None, headers: Sequence[Header] = ()) -> bytes:
-    """One ``DefaultRecord``, length prefix included."""
+    """One ``DefaultRecord``, length prefix included. (A producer calls this once per record,
+    so the key and value are framed inline rather than through :func:`_encode_bytes`.)"""
     parts = [b"\x00", encode_varlong(timestamp_delta), encode_varint(offset_delta),
-             _encode_bytes(key), _encode_bytes(value), encode_varint(len(headers))]
+             _NULL_LENGTH if key is None else encode_varint(len(key)) + key,
+             _NULL_LENGTH if value is None else encode_varint(len(value)) + value,
+             encode_varint(len(headers)) if headers else b"\x00"]
     for header in headers:
         parts.append(_encode_bytes(header.key.encode("utf-8")))
         parts.append(_encode_bytes(header.value))

@@ -47,9 +47,11 @@ from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request,
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker
 from kafkalab.broker.txn_channel import WRITE_TXN_MARKERS_VERSION
+from kafkalab.broker.txn_verification import VERIFY_VERSION
 from kafkalab.client.consumer import ConsumerCore, RebalanceEvent, Request
 from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
 from kafkalab.clock import ManualClock
+from kafkalab.controller.leader_balance import LeaderBalancer, balancing_interval_ms
 from kafkalab.controller.local import LocalController
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
@@ -63,6 +65,7 @@ CLIENT = "client"
 CONNECTION_BASE = 1_000  # a broker sees node n's requests on connection 1000 + n (0: the client)
 STEPS_MAX = 10_000_000  # a bug guard for run_for: no simulated interval needs more steps
 PRODUCE_VERSION = 7
+METADATA_VERSION = 12
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
 CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
 BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
@@ -125,6 +128,11 @@ class SimCluster:
         self._clients: list[SimClient] = []
         for node_id in range(1, nodes + 1):
             self.nodes[node_id] = SimNode(node_id, self._open(node_id))
+        interval_ms = balancing_interval_ms(self.properties)  # auto.leader.rebalance.enable
+        self.leader_balancer = None if interval_ms is None else LeaderBalancer(
+            self.controller, interval_ms, self.clock.milliseconds)
+        if self.leader_balancer is not None:
+            self.add_client(self.leader_balancer)
 
     def _open(self, node_id: int) -> Broker:
         settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
@@ -225,6 +233,15 @@ class SimCluster:
         body = dataclasses.replace(follower_fetch_request(-1, [fetch]), max_wait_ms=0, min_bytes=0)
         self._send(CLIENT, self.leader(topic, partition), ApiKey.FETCH, FETCH_VERSION, body,
                    lambda response: answers.append(response.responses[0].partitions[0]))
+        self.run_until(lambda: bool(answers), wait_ms)
+        return answers[0] if answers else None
+
+    def metadata(self, via: int, topics: list[str], *, wait_ms: int = 60_000) -> Any:
+        """Ask broker ``via`` for ``topics`` as a client's Metadata request does (no auto-creation);
+        run until answered and return the MetadataResponse (None if no answer came)."""
+        answers: list[Any] = []
+        body = {"topics": [{"name": name} for name in topics], "allow_auto_topic_creation": False}
+        self._send(CLIENT, via, ApiKey.METADATA, METADATA_VERSION, body, answers.append)
         self.run_until(lambda: bool(answers), wait_ms)
         return answers[0] if answers else None
 
@@ -383,6 +400,19 @@ class SimCluster:
             correlation_id = int.from_bytes(data[4:8], "big")
             self.network.send(node.node_id, destination, ("response", correlation_id, data[4:]),
                               self.clock.milliseconds())
+        self._send_txn_verifications(node)
+
+    def _send_txn_verifications(self, node: SimNode) -> None:
+        """A partition leader's KIP-890 questions go to the transaction coordinators' brokers."""
+        channel = node.broker.txn_verification
+        for batch in channel.take_requests():
+            self._send(node.node_id, batch.destination, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, batch.body,
+                       functools.partial(self._verification_answered, node, channel, batch.request_id),
+                       on_timeout=functools.partial(channel.on_failure, batch.request_id))
+
+    def _verification_answered(self, node: SimNode, channel: Any, request_id: int, response: Any) -> None:
+        channel.on_response(request_id, response)
+        self._ship_responses(node)  # the Produce it held is answered now
 
     def _connection_of(self, src: Any) -> int:
         """The connection a broker sees a sender's requests on."""

@@ -29,6 +29,12 @@ and explains the difference instead of failing with a bare ``AssertionError``.
   Worked example: segments of 400, 400 and 300 bytes (the last one active) with
   ``retention.bytes = 600``: the log holds 1100 bytes, 500 too many; deleting the first segment
   leaves 700 >= 600, deleting the second too would leave 300 < 600, so one segment goes.
+* :func:`linked_copy` copies a data directory for a destructive what-if (retention deletes
+  segments) at the cost of its small files only: each ``.log`` file is a hard link to the
+  original. That is safe because retention and the cleaner never write into an existing
+  ``.log`` file -- they rename it to ``.deleted`` and unlink it, which removes only the copy's
+  name -- while index files, which an opened log may resize in place, are copied byte for byte.
+  A 1.2 GB partition directory copies in milliseconds instead of seconds.
 * :func:`scratch_dir` gives a lab a fresh directory in the system temp directory for the logs it
   generates; the lab's last cell calls :func:`remove_scratch_dirs`, and a kernel that exits
   before reaching it removes them at exit, so no ``lab01-*`` directory outlives its lab.
@@ -36,6 +42,8 @@ and explains the difference instead of failing with a bare ``AssertionError``.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +67,22 @@ def remove_scratch_dirs() -> None:
     temporary files (a lab's last cell, after ``spark.stop()``)."""
     remove_book_scratch_dirs()
     remove_scratch_dir()
+
+
+def linked_copy(source: str | Path, destination: str | Path) -> Path:
+    """Copy the data directory ``source`` to ``destination`` (which must not exist), hard-linking
+    ``.log`` files and copying everything else; a file system without hard links gets plain
+    copies."""
+    def link_or_copy(src: str, dst: str) -> object:
+        if src.endswith(".log"):
+            try:
+                os.link(src, dst)
+                return dst
+            except OSError:
+                pass  # another device, or a file system without hard links
+        return shutil.copy2(src, dst)
+
+    return Path(shutil.copytree(source, destination, copy_function=link_or_copy))
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,9 @@ _ATTRIBUTES = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
 NO_TIMESTAMP = -1
+# Up to this many records, check_records decodes them in Python: the compiled columnar decoder's
+# set-up (a dozen numpy arrays) costs more than decoding a few records one by one.
+FEW_RECORDS_MAX = 8
 # Attributes of a plain batch: a valid codec and no flag (timestamp type, transactional, control,
 # delete horizon). Read as a signed int16, any flag above bit 2 makes the value larger.
 _CODEC_MAX = int(Compression.ZSTD)
@@ -232,6 +235,9 @@ def check_records(
             bounds = None  # the common case: one comparison per batch
     if not keys_required and bounds is None:
         return
+    if sum(header.records_count for header in headers) <= FEW_RECORDS_MAX:
+        _check_few(records, headers, keys_required, bounds)
+        return
     from kafkalab.records.columnar import decode_columns  # numba: imported only when needed
 
     columns = decode_columns(records, check_crc=False)
@@ -267,6 +273,34 @@ def _all_below(headers: list[BatchHeader], upper_ms: int) -> bool:
         if header.max_timestamp > upper_ms:
             return False
     return True
+
+
+def _check_few(records: bytes | bytearray | memoryview, headers: list[BatchHeader], keys_required: bool,
+               bounds: tuple[int, int] | None) -> None:
+    """:func:`check_records` for a handful of records (a coordinator's one-record commit), decoded
+    one by one: the same rules and messages, without the compiled decoder's fixed set-up cost.
+    Offsets are named as the batch carries them (the producer's, not yet the assigned ones)."""
+    from kafkalab.records.codec import decode_batch
+
+    # (record's offset delta, record) per batch header
+    batches = [(header, [(r.offset - b.header.base_offset, r) for r in b.records])
+               for header in headers for b in [decode_batch(records, header, check_crc=False)]]
+    for header, deltas in batches if keys_required else ():
+        for delta, record in deltas:
+            if record.key is None:
+                raise InvalidRecordError(
+                    f"Compacted topic cannot accept message without key: record {delta} of the batch "
+                    f"at byte {header.position} has a null key")
+    if bounds is None:
+        return
+    lower, upper = bounds
+    for header, deltas in batches:
+        for delta, record in deltas:
+            if record.timestamp != NO_TIMESTAMP and not lower <= record.timestamp <= upper:
+                raise InvalidTimestampError(
+                    f"Timestamp {record.timestamp} of message with offset "
+                    f"{_INT64.unpack_from(records, header.position)[0] + delta} is out "
+                    f"of range. The timestamp should be within [{lower}, {upper}]")
 
 
 def _check_timestamps(columns: RecordColumns, lower: int, upper: int) -> None:

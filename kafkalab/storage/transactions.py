@@ -101,6 +101,8 @@ class Transactions:
         """The smallest first offset of an open transaction, or of a decided one whose marker
         the HW has not passed; None if there is none. Forgets decided transactions below the
         HW (Kafka's ``onHighWatermarkUpdated``)."""
+        if not self.ongoing and not self.unreplicated:
+            return None  # no transactions: the usual case, asked on every read
         passed = [first for first, last in self.unreplicated.items() if last < high_watermark]
         for first in passed:
             del self.unreplicated[first]

@@ -14,6 +14,14 @@ by default), then the value; null prints as ``null``. ``--offset`` takes ``earli
 ``latest`` or a number; ``--from-beginning`` means earliest. The consumer stops after
 ``--max-messages`` records or when no record arrives for ``--timeout-ms``, and prints the
 "Processed a total of N messages" line to stderr, as Kafka does.
+
+``--isolation-level`` is Kafka's: ``read_uncommitted`` (the default) prints every record,
+those of aborted and still open transactions included; ``read_committed`` reads up to the last
+stable offset and drops the records of aborted transactions, by the same rule as the consumer
+(:mod:`kafkalab.client.consumer.fetcher`), and ``latest`` means the last stable offset. On a
+partition holding a committed transaction (offsets 0-1, marker 2) and an aborted one (3-4,
+marker 5), read_committed prints offsets 0 and 1 and read_uncommitted 0, 1, 3 and 4; markers
+are never printed.
 """
 
 from __future__ import annotations
@@ -24,11 +32,14 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 
-from kafkalab.client.connection import BrokerConnection, bootstrap
-from kafkalab.client.data import fetch_records, list_offset
+from kafkalab.client.connection import BrokerConnection, bootstrap, check_error
+from kafkalab.client.consumer.config import ISOLATION_LEVELS, ConsumerConfig
+from kafkalab.client.consumer.fetcher import ConsumerRecord, fetch_request, partition_records
+from kafkalab.client.data import list_offset
+from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.records import Record
 from kafkalab.protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafkalab.errors import KafkaError
-from kafkalab.records import Record
 
 FETCH_WAIT_MS = 200  # each Fetch waits at most this long for new data
 FLAGS = ("print.timestamp", "print.partition", "print.offset", "print.headers", "print.key")
@@ -45,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit when no record arrives for this long")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--request-timeout-ms", type=int, default=30_000)
+    parser.add_argument("--isolation-level", choices=sorted(ISOLATION_LEVELS), default="read_uncommitted",
+                        help="read_committed skips aborted transactions and stops at the last stable offset")
 
 
 def run(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
@@ -70,30 +83,37 @@ def start_offset(conn: BrokerConnection, args: argparse.Namespace) -> int:
     spec = "earliest" if args.from_beginning else (args.offset or "latest")
     if spec in ("earliest", "latest"):
         timestamp = EARLIEST_TIMESTAMP if spec == "earliest" else LATEST_TIMESTAMP
-        return list_offset(conn, args.topic, args.partition, timestamp)
+        return list_offset(conn, args.topic, args.partition, timestamp,
+                           isolation_level=ISOLATION_LEVELS[args.isolation_level])
     if not spec.lstrip("-").isdigit() or int(spec) < 0:
         raise ValueError(f"--offset must be earliest, latest or a non-negative offset, got {spec!r}")
     return int(spec)
 
 
-def consume(conn: BrokerConnection, args: argparse.Namespace, offset: int) -> Iterator[Record]:
+def consume(conn: BrokerConnection, args: argparse.Namespace, offset: int) -> Iterator[ConsumerRecord]:
     """Yield records from ``offset`` until ``--max-messages`` or ``--timeout-ms`` of silence."""
+    config = ConsumerConfig(fetch_max_wait_ms=FETCH_WAIT_MS, isolation_level=args.isolation_level)
+    tp = (args.topic, args.partition)
     remaining = args.max_messages
     idle_since_s = time.monotonic()
     while remaining is None or remaining > 0:
-        records, _ = fetch_records(conn, args.topic, args.partition, offset, max_wait_ms=FETCH_WAIT_MS)
-        if records:
+        response = conn.request(ApiKey.FETCH, fetch_request(config, [(tp, offset)]))
+        check_error(getattr(response, "error_code", 0), f"fetch from {args.topic}-{args.partition}")
+        (data,) = response.responses[0].partitions
+        check_error(data.error_code, f"fetch from {args.topic}-{args.partition} at offset {offset}")
+        fetched = partition_records(config, tp, offset, data)
+        if fetched.records:
             idle_since_s = time.monotonic()
         elif args.timeout_ms is not None and (time.monotonic() - idle_since_s) * 1000 >= args.timeout_ms:
             return
-        for record in records[:remaining]:
+        offset = fetched.next_offset  # past skipped markers and aborted batches too
+        for record in fetched.records[:remaining]:
             yield record
-            offset = record.offset + 1
             if remaining is not None:
                 remaining -= 1
 
 
-def format_record(record: Record, partition: int, properties: dict[str, str]) -> str:
+def format_record(record: ConsumerRecord | Record, partition: int, properties: dict[str, str]) -> str:
     """Kafka's ``DefaultMessageFormatter`` layout for one record."""
     def on(flag: str) -> bool:
         return properties.get(flag, "false").lower() == "true"

@@ -14,7 +14,9 @@ work unchanged::
 ``Configs:`` lists only values that are not defaults, the topic id is printed in Kafka's
 base64url form, and Elr/LastKnownElr (KIP-966's eligible leader replicas) print ``N/A``
 because kafkalab reads partitions through Metadata, as Kafka's tool does against brokers that
-lack DescribeTopicPartitions. ``--alter --partitions N`` grows a topic (CreatePartitions);
+lack DescribeTopicPartitions. A partition being reassigned also shows ``Adding Replicas:`` and
+``Removing Replicas:`` (ListPartitionReassignments), and the replicas being added do not count
+in ``ReplicationFactor``. ``--alter --partitions N`` grows a topic (CreatePartitions);
 ``--alter --config k=v`` sets topic configs with IncrementalAlterConfigs, as old kafka-topics
 did before that moved to kafka-configs. Errors print ``Error while executing topic command :
 ...`` and exit with status 1, as Kafka's does.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import base64
 import sys
+from collections.abc import Sequence
 
 from kafkalab.client import admin
 from kafkalab.client.connection import BrokerConnection, bootstrap
@@ -98,12 +101,16 @@ def handle_describe(conn: BrokerConnection, args: argparse.Namespace, configs: d
     names = _selected(conn, args, require=not args.if_exists)
     if not names:
         return
-    for topic in admin.describe_topics(conn, names):
+    topics = admin.describe_topics(conn, names)
+    moving = admin.list_partition_reassignments(
+        conn, [(t.name, p.partition) for t in topics for p in t.partitions]) if topics else {}
+    for topic in topics:
         overrides = [f"{k}={v}" for k, v, is_default in admin.describe_topic_configs(conn, topic.name)
                      if not is_default]
-        print(describe_topic_line(topic, overrides))
+        first = moving.get((topic.name, topic.partitions[0].partition)) if topic.partitions else None
+        print(describe_topic_line(topic, overrides, first[1] if first else ()))
         for partition in topic.partitions:
-            print(describe_partition_line(topic.name, partition))
+            print(describe_partition_line(topic.name, partition, moving.get((topic.name, partition.partition))))
 
 
 def handle_alter(conn: BrokerConnection, args: argparse.Namespace, configs: dict[str, str]) -> None:
@@ -131,17 +138,24 @@ HANDLERS = {
 }
 
 
-def describe_topic_line(topic: admin.TopicInfo, overrides: list[str]) -> str:
-    replication_factor = len(topic.partitions[0].replicas) if topic.partitions else 0
+def describe_topic_line(topic: admin.TopicInfo, overrides: list[str], adding: Sequence[int] = ()) -> str:
+    """The topic's line; while its first partition is being reassigned, the replicas it is
+    adding do not count towards the replication factor (Kafka's ``getReplicationFactor``)."""
+    replicas = topic.partitions[0].replicas if topic.partitions else ()
+    replication_factor = len([r for r in replicas if r not in adding])
     topic_id = f"\tTopicId: {kafka_uuid(topic.topic_id)}" if topic.topic_id else ""
     return (f"Topic: {topic.name}{topic_id}\tPartitionCount: {len(topic.partitions)}"
             f"\tReplicationFactor: {replication_factor}\tConfigs: {','.join(overrides)}")
 
 
-def describe_partition_line(topic: str, p: admin.PartitionInfo) -> str:
+def describe_partition_line(topic: str, p: admin.PartitionInfo, reassignment: admin.Reassignment | None = None) -> str:
+    """A partition's line; one being reassigned also names the replicas it adds and removes."""
     leader = "none" if p.leader < 0 else str(p.leader)
+    moving = "" if reassignment is None else (
+        f"\tAdding Replicas: {','.join(map(str, reassignment[1]))}"
+        f"\tRemoving Replicas: {','.join(map(str, reassignment[2]))}")
     return (f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {leader}"
-            f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+            f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}{moving}"
             f"\tElr: N/A\tLastKnownElr: N/A")
 
 

@@ -10,7 +10,8 @@ the simulated time -- a list of :class:`LogEntry`, each the record's offset, its
 line ``kafkalab dump-log --cluster-metadata-decoder`` prints for it. Every ``SAMPLE_MS`` it also
 takes a :class:`PartitionSample` of each partition's leader, leader epoch and ISR from the
 controller's image. The learner kills or restarts a broker, cuts it off or heals the network,
-triggers a preferred leader election, and advances simulated time.
+triggers a preferred leader election, reassigns partition 0 (a broker off its replicas, or
+back on), and advances simulated time.
 
 :func:`timeline` gathers entries and samples into a :class:`Timeline` (pure data, tested);
 :func:`figure` draws it: above, every metadata record as a mark at its time, one row per record
@@ -205,6 +206,22 @@ class ControllerLab:
         self._sample()
         return [(topic, index, error.name) for topic, index, error, _ in results]
 
+    def move_replica(self, node_id: int, partition: int = 0) -> list[tuple[str, int, str]]:
+        """Reassign ``partition`` (AlterPartitionReassignments): take ``node_id`` off its
+        replicas, or add it back last if it holds none. A removal completes at once; an added
+        replica is a follower that catches up and joins the ISR, and that change completes the
+        reassignment. ``(topic, partition, error name)`` of the answer."""
+        registration = self.cluster.controller.image.partition(TOPIC, partition)
+        assert registration is not None, f"no partition {TOPIC}-{partition}"
+        if node_id in registration.replicas:
+            target, label = [r for r in registration.replicas if r != node_id], f"reassign -{node_id}"
+        else:
+            target, label = [*registration.replicas, node_id], f"reassign +{node_id}"
+        results = self.cluster.controller.alter_partition_reassignments([(TOPIC, partition, target)])
+        self.actions.append(Action(self.now_ms, label))
+        self._sample()
+        return [(topic, index, error.name) for topic, index, error, _ in results]
+
     def advance(self, duration_ms: int) -> Timeline:
         """Run ``duration_ms`` of simulated time, sampling every ``SAMPLE_MS``."""
         if not 0 < duration_ms <= ADVANCE_MS_MAX:
@@ -300,7 +317,8 @@ def summary(line: Timeline) -> str:
 
 
 def live(lab: ControllerLab) -> Any:
-    """Buttons to kill, restart or cut off a broker, heal, elect preferred leaders and advance."""
+    """Buttons to kill, restart or cut off a broker, heal, elect preferred leaders, take the
+    broker off partition 0's replicas or add it back (a reassignment), and advance."""
     import ipywidgets as widgets
 
     from kafkalab.book import keep_for_widgets
@@ -322,6 +340,7 @@ def live(lab: ControllerLab) -> Any:
         "cut off": lambda: lab.cut_off(broker.value),
         "heal": lab.heal,
         "preferred election": lab.elect_preferred,
+        "move p0 replica": lambda: lab.move_replica(broker.value),
         "advance": lambda: lab.advance(seconds.value * 1000),
     }
 

@@ -121,7 +121,10 @@ predicted
 # %% [markdown]
 # ## Run the real retention on copies of the log
 # Each setting gets its own copy of the data directory, opened as the broker would open it
-# with those topic-level overrides, and one retention check at `now_ms`.
+# with those topic-level overrides, and one retention check at `now_ms`. Retention is
+# destructive, hence the copies; `labs.linked_copy` hard-links the `.log` files instead of
+# copying their bytes (retention renames and unlinks a segment, it never writes into one), so
+# four copies of a 1.2 GB log at full scale cost no disk space and no time.
 
 # %%
 import shutil
@@ -130,8 +133,7 @@ from kafkalab.storage.retention import delete_old_segments
 
 actual, start_offsets = {}, {}
 for name, (ms, size) in SETTINGS.items():
-    copy = labs.scratch_dir("lab04-copy-") / "data"
-    shutil.copytree(data_dir, copy)
+    copy = labs.linked_copy(data_dir, labs.scratch_dir("lab04-copy-") / "data")
     for p in sorted(written):
         log = labs.open_partition_log(copy / f"events-{p}", {"retention.ms": str(ms), "retention.bytes": str(size),
                                                               "segment.bytes": str(PARAMS["segment_bytes"])}, now_ms)
@@ -163,13 +165,14 @@ comparison
 # query that computes it), run the cell, then run the check below it. The check refuses a blank
 # or wrong answer with a hint, and passes only on the engine's value.
 #
-# **1.** With `retention.ms` = 30 minutes, what is the smallest age (in whole minutes) a deleted
-# segment's newest record can have?
+# **1.** With `retention.ms` = 30 minutes, take the youngest segment retention deletes: how old
+# (in whole minutes) is its newest record? At small scale segments are short, so reason it out;
+# at full scale each segment spans many minutes, so read the `age_min` column of `segments`.
 
 # %% tags=["answer"]
 ### BEGIN SOLUTION
 ### BLANK prediction = ...
-prediction = 30
+prediction = int(segments.loc[segments["age_min"] > 30, "age_min"].min())  # strictly older than 30 min
 ### END SOLUTION
 
 # %% tags=["check"]
@@ -180,7 +183,8 @@ for p in sorted(written):
 labs.check("smallest age of a deleted segment (whole minutes)", prediction, int(min(deleted_ages)),
            hint="a segment goes when its *newest* record is older than retention.ms.")
 ### BEGIN HIDDEN TESTS
-assert prediction == 30
+if SCALE == "small":
+    assert prediction == 30
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -99,6 +99,19 @@ def test_produce_then_fetch_round_trip_with_keys_and_headers(harness):
         assert got[0][1] == b"k" and got[0][3] == [("h", b"1")]
 
 
+def test_a_fetch_at_the_log_end_reports_the_offsets_of_now(harness):
+    """Answers without records are shared between fetches: each still carries the partition's
+    high watermark, last stable offset and log start offset as they are when it is read."""
+    harness.create_topic("t")
+    empty = [harness.call(1, 11, harness.fetch_body("t", 0, 0)).responses[0].partitions[0]]
+    harness.produce("t", 0, batch([b"0", b"1", b"2"]))
+    empty.append(harness.call(1, 11, harness.fetch_body("t", 0, 3)).responses[0].partitions[0])
+    harness.produce("t", 0, batch([b"3"]))
+    empty.append(harness.call(1, 11, harness.fetch_body("t", 0, 4)).responses[0].partitions[0])
+    assert [(d.error_code, d.high_watermark, d.last_stable_offset, d.log_start_offset, records_of(d))
+            for d in empty] == [(0, 0, 0, 0, b""), (0, 3, 3, 0, b""), (0, 4, 4, 0, b"")]
+
+
 def test_fetch_from_the_middle_returns_whole_batches(harness):
     harness.create_topic("t")
     harness.produce("t", 0, batch([b"0", b"1", b"2"]))

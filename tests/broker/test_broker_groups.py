@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kafkalab.group.partitioner import OFFSETS_TOPIC, partition_for
 from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.txn.coordinator import TRANSACTION_STATE_TOPIC
 from tests.broker._harness import Harness
 
 FAST = {"group.initial.rebalance.delay.ms": "500"}
@@ -20,6 +21,11 @@ def test_find_coordinator_for_groups_and_transactions(tmp_path):
     h = Harness(tmp_path, node_id=3, port=19092)
     old = h.call(ApiKey.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
     assert (old.error_code, old.node_id, old.port) == (0, 3, 19092)
+    # Kafka's getCoordinator: the request that finds __transaction_state missing creates it and
+    # answers COORDINATOR_NOT_AVAILABLE; the client's retry finds the partition's leader.
+    first = h.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["tx-a", "tx-b"]})
+    assert [(c.key, c.node_id, c.error_code) for c in first.coordinators] == [("tx-a", -1, 15), ("tx-b", -1, 15)]
+    assert h.broker.topics.get(TRANSACTION_STATE_TOPIC).partition_count == 50
     batched = h.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["tx-a", "tx-b"]})
     assert [(c.key, c.node_id, c.error_code) for c in batched.coordinators] == [("tx-a", 3, 0), ("tx-b", 3, 0)]
     empty = h.call(ApiKey.FIND_COORDINATOR, 1, {"key": "", "key_type": 1})

@@ -273,3 +273,70 @@ def test_a_listener_commits_revoked_partitions_before_the_next_owner_starts(boot
     # Every record once: the second consumer started where the listener's commit said.
     assert sorted((r.partition, r.offset) for r in records) == sorted({(r.partition, r.offset) for r in records})
     assert len(records) == 400
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("broker", ["librdkafka-mock", "kafkalab-server"])
+def test_commits_after_assign_without_a_subscription(request: pytest.FixtureRequest, broker: str) -> None:
+    """assign() with a group.id commits outside any generation (-1, member id ""); what it
+    commits is what confluent-kafka (and kafka-python's admin) read as the group's offsets, and
+    where a later assign()-ing consumer of the group starts."""
+    topic, group = f"manual-{broker}", f"g-manual-{broker}"
+    if broker == "kafkalab-server":
+        bootstrap = request.getfixturevalue("bootstrap")
+        create_topic(bootstrap, topic, partitions=PARTITIONS)
+    else:
+        bootstrap = request.getfixturevalue("mock_bootstrap")
+    produced = produce(bootstrap, topic, 200)
+    tps = [(topic, p) for p in sorted(produced)]
+    settings = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                "enable.auto.commit": False, "fetch.max.wait.ms": 100}
+    answers: list[Any] = []
+    with KafkaConsumer(settings) as consumer:
+        consumer.assign(tps)
+        assert len(consume([consumer], 200, deadline_s=15)) == 200
+        consumer.commit_sync({tps[0]: 3})
+        consumer.commit_async({tp: consumer.position(tp) for tp in tps[1:]},
+                              lambda offsets, error: answers.append(error))
+        deadline = time.monotonic() + 10
+        while not answers and time.monotonic() < deadline:
+            consumer.poll(50)
+    assert answers == [None]
+    expected = {tps[0][1]: 3, **{p: len(produced[p]) for _, p in tps[1:]}}
+    reader = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        committed = reader.committed([confluent_kafka.TopicPartition(topic, p) for _, p in tps], timeout=10)
+    finally:
+        reader.close()
+    assert {c.partition: c.offset for c in committed} == expected
+    if broker == "kafkalab-server":
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+        try:
+            offsets = admin.list_group_offsets({group: None})[group]
+        finally:
+            admin.close()
+        assert {tp.partition: meta.offset for tp, meta in offsets.items()} == expected
+    with KafkaConsumer({**settings, "enable.auto.commit": True}) as resumed:
+        resumed.assign([tps[0]])
+        assert resumed.position(tps[0], timeout_ms=10_000) == 3  # the group's committed offset
+        records = consume([resumed], len(produced[tps[0][1]]) - 3, deadline_s=10)
+        assert [r.offset for r in records] == list(range(3, len(produced[tps[0][1]])))
+    # close() committed the position under enable.auto.commit
+    reader = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [after] = reader.committed([confluent_kafka.TopicPartition(topic, tps[0][1])], timeout=10)
+    finally:
+        reader.close()
+    assert after.offset == len(produced[tps[0][1]])
+
+
+def test_commits_without_a_group_id_raise_invalid_group_id(bootstrap: str) -> None:
+    from kafkalab.client.consumer.core import InvalidGroupIdError
+
+    with KafkaConsumer({"bootstrap.servers": bootstrap}) as consumer:
+        consumer.assign([("anything", 0)])
+        with pytest.raises(InvalidGroupIdError) as raised:
+            consumer.commit_sync({("anything", 0): 1})
+    assert raised.value.error_code == 24  # INVALID_GROUP_ID

@@ -178,3 +178,37 @@ def test_close_writes_every_acks_0_request_before_closing_the_socket(bootstrap: 
         for i in range(count):
             producer.send(ProducerRecord("fire-and-forget", bytes(2048), key=str(i).encode()))
     assert len(consume_all(bootstrap, "fire-and-forget", count)) == count
+
+
+def test_batches_over_the_topics_max_message_bytes_are_split(bootstrap: str) -> None:
+    """kafkalab's server refuses batches over the topic's ``max.message.bytes`` as Kafka does;
+    the producer splits them until they fit and fails only the record that cannot fit alone."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from kafkalab.errors import RecordTooLargeError
+
+    topic, count = "small-messages", 60
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"max.message.bytes": "4000"})], timeout_ms=10_000)
+    finally:
+        admin.close()
+    outcomes: dict[int, RecordMetadata | KafkaError] = {}
+
+    def on_completion(index: int) -> Callable[[RecordMetadata | None, KafkaError | None], None]:
+        return lambda metadata, error: outcomes.__setitem__(index, metadata or error)  # type: ignore[arg-type]
+
+    with KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 50}) as producer:  # idempotent, acks=all
+        for i in range(count):
+            value = b"big" * 2000 if i == count // 2 else b"%04d" % i + bytes(1020)
+            producer.send(ProducerRecord(topic, value, partition=0), callback=on_completion(i))
+    too_large = outcomes.pop(count // 2)
+    assert isinstance(too_large, RecordTooLargeError)
+    assert [m.offset for m in outcomes.values() if isinstance(m, RecordMetadata)] == list(range(count - 1))
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])  # no group join: quicker
+    try:
+        messages = consumer.consume(count - 1, timeout=20)
+    finally:
+        consumer.close()
+    assert [m.value()[:4] for m in messages] == [b"%04d" % i for i in range(count) if i != count // 2]

@@ -116,6 +116,13 @@ def _marker(conn: RawConnection, topic: str, producer_id: int, commit: bool) -> 
 
 
 def _build_log(bootstrap: str, topic: str) -> None:
+    """The PLAN's batches and markers, this test playing the transaction coordinator. No real
+    coordinator knows these producers, so transaction verification (KIP-890), which would
+    rightly refuse their batches, is turned off first, as Kafka before 3.6 had it."""
+    from kafkalab.tools.cli import main
+
+    assert main(["configs", "--bootstrap-server", bootstrap, "--entity-type", "brokers", "--entity-default",
+                 "--alter", "--add-config", "transaction.partition.verification.enable=false"]) == 0
     create_topic(bootstrap, topic)
     conn = RawConnection(bootstrap)
     sequences: dict[int, int] = {}

@@ -318,3 +318,71 @@ def test_kafka_python_transactions_and_fencing(bootstrap: str, topic_name: str) 
     second.close(timeout=5)
     assert transactions(bootstrap, topic_name) == [("COMMIT", [b"kp-1"]), ("ABORT", [b"kp-2"])]
     assert committed_offset(bootstrap, "kp-group", topic_name, 0) == 4
+
+
+@pytest.mark.timeout(120)
+def test_first_transactional_id_on_a_fresh_server(server_factory, tmp_path) -> None:
+    """On a server whose ``__transaction_state`` does not exist yet, the first FindCoordinator
+    creates it and answers COORDINATOR_NOT_AVAILABLE (Kafka's ``getCoordinator``); librdkafka
+    retries and runs its transaction to the end."""
+    bootstrap = server_factory(tmp_path / "data").bootstrap
+    create_topic(bootstrap, "fresh")
+    with connect(bootstrap) as conn:
+        found = conn.request(ApiKey.FIND_COORDINATOR, SCHEMAS[ApiKey.FIND_COORDINATOR][0].cls(
+            key="raw-app", key_type=1, coordinator_keys=("raw-app",)))
+    answer = found.coordinators[0] if found.coordinators else found
+    assert answer.error_code == 15  # COORDINATOR_NOT_AVAILABLE, while the topic is being made
+    producer = _confluent(bootstrap, "librdkafka-first")
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("fresh", b"one", partition=0)
+    producer.commit_transaction(30)
+    assert transactions(bootstrap, "fresh", 0) == [("COMMIT", [b"one"])]
+
+
+@pytest.mark.slow  # a JVM and a fresh server: ~5 s
+@pytest.mark.timeout(120)
+def test_java_client_first_transactional_id_on_a_fresh_server(server_factory, tmp_path) -> None:
+    """Kafka's Java client, the first to ask for a transaction coordinator on a fresh server,
+    gets COORDINATOR_NOT_AVAILABLE, retries, and commits."""
+    client = java_client()
+    bootstrap = server_factory(tmp_path / "data").bootstrap
+    create_topic(bootstrap, "fresh")
+    out = client.run("TransactionalProducer", "new p1 java-first\nbegin p1\nsend p1 fresh 0 a\ncommit p1\n",
+                     bootstrap, timeout_s=60)
+    assert "ok commit" in out
+    assert transactions(bootstrap, "fresh", 0) == [("COMMIT", [b"a"])]
+
+
+@pytest.mark.timeout(120)
+def test_console_consumer_isolation_levels(bootstrap: str, topic_name: str, capsys) -> None:
+    """``kafkalab console-consumer --isolation-level`` against librdkafka's read_committed
+    consumer on a log holding a committed, an aborted and an open transaction."""
+    from kafkalab.tools.cli import main
+
+    create_topic(bootstrap, topic_name)
+    producer = _confluent(bootstrap, "console-app")
+    producer.init_transactions(30)
+    for values, commit in (([b"one", b"two"], True), ([b"three"], False), ([b"four"], None)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic_name, value, partition=0)
+        producer.flush(10)
+        if commit is not None:
+            (producer.commit_transaction if commit else producer.abort_transaction)(30)
+
+    def console(*extra: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["console-consumer", "--bootstrap-server", bootstrap, "--topic", topic_name,
+                     "--from-beginning", "--timeout-ms", "300", "--property", "print.offset=true",
+                     *extra]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    # Offsets: one 0, two 1, COMMIT 2, three 3, ABORT 4, four 5 (open).
+    everything = ["Offset:0\tone", "Offset:1\ttwo", "Offset:3\tthree", "Offset:5\tfour"]
+    assert console() == everything  # read_uncommitted is the default, as in Kafka's tool
+    assert console("--isolation-level", "read_committed") == ["Offset:0\tone", "Offset:1\ttwo"]
+    producer.commit_transaction(30)
+    assert console("--isolation-level", "read_committed") == ["Offset:0\tone", "Offset:1\ttwo", "Offset:5\tfour"]
+    assert read_committed(bootstrap, topic_name, 0, expected=3) == [b"one", b"two", b"four"]
+    assert console("--isolation-level", "read_uncommitted") == everything

@@ -1,5 +1,6 @@
 """Random runs of controller decisions: the published image is always the replay of the log, and
-a snapshot of it replays back to the same image."""
+a snapshot of it replays back to the same image. Reassignments started, completed by ISR growth
+and cancelled keep their replica lists consistent throughout."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ BROKERS = (1, 2, 3, 4)
 
 def _step(controller: LocalController, rng: random.Random, epochs: dict[int, int]) -> None:
     image = controller.image
-    action = rng.randrange(7)
+    action = rng.randrange(8)
     if action == 0:
         try:
             controller.create_topic(f"t{rng.randrange(6)}", rng.randint(1, 4), rng.randint(1, 3))
@@ -46,6 +47,18 @@ def _step(controller: LocalController, rng: random.Random, epochs: dict[int, int
         controller.elect_leaders(rng.choice([Election.PREFERRED, Election.UNCLEAN]), None)
     elif action == 6:
         controller.allocate_producer_ids(rng.choice(BROKERS), 0)
+    elif action == 7 and image.topics:
+        name = rng.choice(sorted(image.topics))
+        index = rng.choice(sorted(image.topics[name].partitions))
+        target = None if rng.random() < 0.3 else rng.sample(BROKERS, rng.randint(1, 3))
+        controller.alter_partition_reassignments([(name, index, target)], lambda topic: rng.random() < 0.5)
+
+
+def _check_assignments(image: MetadataImage) -> None:
+    for topic in image.topics.values():
+        for p in topic.partitions.values():
+            adding, removing, replicas = set(p.adding_replicas), set(p.removing_replicas), set(p.replicas)
+            assert adding <= replicas and removing <= replicas and not adding & removing, p
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -59,6 +72,7 @@ def test_random_decisions_replay_to_the_published_image(seed: int, tmp_path) -> 
         _step(controller, rng, epochs)
         records = log.records()
         assert replay(MetadataImage(), records, len(records) - 1) == controller.image
+        _check_assignments(controller.image)
     path = write_snapshot(tmp_path, controller.image, 1, 0)
     assert path.name == snapshot_name(controller.image.offset + 1, 1)
     assert read_snapshot(path) == controller.image

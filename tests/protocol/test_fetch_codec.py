@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.errors import ProtocolError
-from kafkalab.protocol.fetch_codec import decode_fetch_request, encode_fetch_response
+from kafkalab.protocol.fetch_codec import decode_fetch_request, decode_fetch_response, encode_fetch_response
 from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from kafkalab.protocol.types import RecordsParts, Writer
@@ -134,3 +134,71 @@ def test_a_consumers_request_takes_the_dedicated_road(version, monkeypatch):
 
     monkeypatch.setattr(fetch_codec, "FETCH_REQUEST", _NoGeneric())
     assert decode_fetch_request(data, version) == expected == value
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_responses_decode_exactly_as_the_schema_does(version):
+    flexible = FETCH_RESPONSE.is_flexible(version)
+    for seed in SEEDS:
+        rng = random.Random(seed * 100 + version)
+        body = random_struct(FETCH_RESPONSE.struct, version, flexible, rng)
+        if body.responses is None:  # a null array cannot be encoded at this version
+            continue
+        data = FETCH_RESPONSE.encode(body, version)
+        assert decode_fetch_response(data, version) == FETCH_RESPONSE.decode(data, version), f"seed {seed}"
+        assert decode_fetch_response(data + b"\x00", version, allow_trailing=True) == \
+            FETCH_RESPONSE.decode(data, version), f"seed {seed}"
+        with pytest.raises(ProtocolError):
+            decode_fetch_response(data + b"\x00", version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_response_cut_anywhere_fails_as_the_schema_fails(version):
+    response = FETCH_RESPONSE.cls
+    data_cls = response.FetchableTopicResponse.PartitionData
+    body = response(throttle_time_ms=5, responses=(response.FetchableTopicResponse(topic="orders", partitions=(
+        data_cls(partition_index=1, high_watermark=7, last_stable_offset=7, log_start_offset=0,
+                 aborted_transactions=(data_cls.AbortedTransaction(producer_id=9, first_offset=3),),
+                 records=b"r" * 300),)),))
+    data = FETCH_RESPONSE.encode(body, version)
+    assert decode_fetch_response(data, version) == FETCH_RESPONSE.decode(data, version)
+    for end in range(len(data)):
+        with pytest.raises(ProtocolError) as generic:
+            FETCH_RESPONSE.decode(data[:end], version)
+        with pytest.raises(ProtocolError) as dedicated:
+            decode_fetch_response(data[:end], version)
+        assert str(dedicated.value) == str(generic.value)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_leaders_response_takes_the_dedicated_road(version, monkeypatch):
+    """What a broker answers a follower or a consumer: several partitions, empty and null
+    records, a large records field (a three-byte length), aborted transactions."""
+    response = FETCH_RESPONSE.cls
+    data_cls = response.FetchableTopicResponse.PartitionData
+    body = response(throttle_time_ms=0, error_code=0, session_id=0, responses=(
+        response.FetchableTopicResponse(topic="orders", partitions=(
+            data_cls(partition_index=0, high_watermark=41, last_stable_offset=40, log_start_offset=2,
+                     aborted_transactions=None, records=b"x" * 70_000),
+            data_cls(partition_index=3, error_code=1, high_watermark=-1, records=None),
+            data_cls(partition_index=4, high_watermark=9, last_stable_offset=9, log_start_offset=0,
+                     aborted_transactions=(data_cls.AbortedTransaction(producer_id=7, first_offset=0),),
+                     records=b""))),
+        response.FetchableTopicResponse(topic="é" * 100, partitions=())))
+    body = dataclasses.replace(body, error_code=0 if version < 7 else 3, session_id=0 if version < 7 else 12)
+    data = FETCH_RESPONSE.encode(body, version)
+    expected = FETCH_RESPONSE.decode(data, version)
+    from kafkalab.protocol import fetch_codec
+
+    monkeypatch.setattr(fetch_codec, "FETCH_RESPONSE", _NoGeneric())
+    assert decode_fetch_response(data, version) == expected
+
+
+def test_clients_use_the_dedicated_decoder_for_fetch_responses(monkeypatch):
+    from kafkalab.protocol import header
+
+    calls: list[int] = []
+    monkeypatch.setattr(header, "decode_fetch_response",
+                        lambda data, version, allow_trailing=False: calls.append(version))
+    header.decode_response(1, 12, b"\x00\x00\x00\x07\x00")
+    assert calls == [12]

@@ -145,3 +145,27 @@ def test_a_produce_while_nobody_leads_times_out_instead_of_failing(cluster: SimC
     cluster.run_for(10_000)
     assert cluster.leader("orders", 0) == -1
     assert cluster.produce("orders", 0, batch([b"a"]), timeout_ms=1_000, wait_ms=40_000) is None
+
+
+def test_metadata_names_no_leader_once_every_replica_of_a_partition_is_down(cluster: SimCluster) -> None:
+    """A partition whose only replica crashed answers LEADER_NOT_AVAILABLE (Kafka's code 5, as
+    kafka-python's error table has it) with leader -1; a replicated one has moved its leadership."""
+    from kafka.errors import LeaderNotAvailableError
+
+    cluster.create_topic("single", 3, 1)
+    cluster.create_topic("triple", 3, 3)
+    victim = cluster.leader("single", 0)
+    cluster.crash(victim)
+    # broker.session.timeout.ms later the controller fences the broker and elects no leader
+    assert cluster.run_until(lambda: cluster.leader("single", 0) == -1, 20_000)
+    survivor = next(n for n in cluster.nodes if n != victim)
+    response = cluster.metadata(survivor, ["single", "triple"])
+    single, triple = response.topics
+    assert [(p.partition_index, p.error_code, p.leader_id) for p in single.partitions
+            if p.error_code] == [(0, LeaderNotAvailableError.errno, -1)]
+    assert sum(1 for p in single.partitions if p.leader_id == -1) == 1
+    assert all(p.error_code == 0 and p.leader_id not in (-1, victim) for p in triple.partitions)
+    cluster.restart(victim)
+    assert cluster.run_until(lambda: cluster.leader("single", 0) == victim, 20_000)
+    single, _ = cluster.metadata(survivor, ["single", "triple"]).topics
+    assert all(p.error_code == 0 and p.leader_id >= 0 for p in single.partitions)

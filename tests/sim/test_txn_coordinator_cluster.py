@@ -35,3 +35,20 @@ def test_only_the_partition_leader_coordinates_a_transactional_id(cluster: SimCl
     for node in cluster.nodes.values():  # the record replicated like any other
         log = node.broker.topics.log(TRANSACTION_STATE_TOPIC, partition_for("app", 50))
         assert log.log_end_offset == 1
+
+
+def test_find_coordinator_creates_the_transaction_state_topic_first(cluster: SimCluster) -> None:
+    """Before ``__transaction_state`` exists no broker names itself: the first FindCoordinator
+    creates the topic (replication factor 3, as configured) and answers COORDINATOR_NOT_AVAILABLE,
+    as Kafka's ``getCoordinator`` does; asked again, every broker names the same leader."""
+    asked = min(cluster.nodes)
+    first = _call(cluster, asked, ApiKey.FIND_COORDINATOR, 1, {"key": "app", "key_type": 1})
+    assert (first.error_code, first.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    cluster.run_for(1_000)
+    leader = cluster.leader(TRANSACTION_STATE_TOPIC, partition_for("app", 50))
+    registration = cluster.nodes[asked].broker.controller.image.partition(
+        TRANSACTION_STATE_TOPIC, partition_for("app", 50))
+    assert registration is not None and len(registration.replicas) == 3
+    for node in cluster.nodes:
+        found = _call(cluster, node, ApiKey.FIND_COORDINATOR, 1, {"key": "app", "key_type": 1})
+        assert (found.error_code, found.node_id) == (0, leader)

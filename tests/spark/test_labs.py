@@ -82,6 +82,36 @@ def test_predicted_retention_matches_the_storage_engine(tmp_path: Path, retentio
     assert predicted["size"] + predicted["time"] > 0 or retention == (-1, -1)
 
 
+def test_linked_copy_leaves_the_original_whole_after_retention_and_cleaning(tmp_path: Path) -> None:
+    import hashlib
+
+    from kafkalab.storage.cleaner.manager import LogCleaner
+    from kafkalab.storage.retention import delete_old_segments
+
+    original = tmp_path / "original"
+    spec = GenSpec(str(original), "t", 1, 8_000, 100, 0.0, 100, "none", 1, 1_000_000, 1_000,
+                   config=(("segment.bytes", "100000"),))
+    generate(spec, workers=1, show_progress=False)
+
+    def digest() -> dict[str, str]:
+        return {str(p.relative_to(original)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(original.rglob("*")) if p.is_file()}
+
+    before = digest()
+    now_ms = 1_000_000 + 8_000
+    deleted = labs.linked_copy(original, tmp_path / "deleted")
+    assert (deleted / "t-0" / "00000000000000000000.log").stat().st_nlink == 2  # linked, not copied
+    log = labs.open_partition_log(deleted / "t-0", {"retention.bytes": "1"}, now_ms)
+    assert delete_old_segments(log, now_ms).size_breached > 5
+    log.close()
+    cleaned = labs.linked_copy(original, tmp_path / "cleaned")
+    log = labs.open_partition_log(cleaned / "t-0", {"cleanup.policy": "compact"}, now_ms)
+    LogCleaner(cleaned, lambda: now_ms).force_clean(log)
+    log.close()
+    assert digest() == before
+    assert (original / "t-0" / "00000000000000000000.log").stat().st_nlink == 1  # both copies let go
+
+
 @pytest.mark.spark
 def test_first_clean_prediction_worked_example(spark) -> None:  # type: ignore[no-untyped-def]
     rows = [(0, 5, b"k", "00000000000000000000.log"), (0, 40, b"k", "00000000000000000000.log"),

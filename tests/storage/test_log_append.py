@@ -185,6 +185,24 @@ def test_a_compacted_topic_refuses_a_record_without_a_key(tmp_path: Path) -> Non
     plain.close()
 
 
+@pytest.mark.parametrize("records", [3, log_append.FEW_RECORDS_MAX + 1])
+def test_few_and_many_records_get_the_same_verdicts(tmp_path: Path, records: int) -> None:
+    """A handful of records is checked by decoding them one by one, more by the compiled
+    columnar decoder: the same refusals, with the same words."""
+    now = 1_700_000_000_000
+    keys: list[bytes | None] = [b"k%d" % i for i in range(records)]
+    log = Log.open(tmp_path / "c-0", LogConfig(cleanup_policy="compact"), ManualClock(now))
+    log.append_as_leader(v2_batch([b"first"], [now]), 0)
+    with pytest.raises(InvalidRecordError, match=f"record {records - 1} of the batch at byte 0 has a null key"):
+        log.append_as_leader(v2_batch([*keys[:-1], None], [now] * records), 0)
+    late = [now] * (records - 1) + [now + 2 * HOUR_MS]
+    with pytest.raises(InvalidTimestampError, match=f"Timestamp {now + 2 * HOUR_MS} of message with offset "
+                                                    f"{records - 1} is out of range"):
+        log.append_as_leader(v2_batch(keys, late), 0)
+    assert log.append_as_leader(v2_batch(keys, [now] * records), 0).first_offset == 1
+    log.close()
+
+
 HOUR_MS = 3_600_000
 
 

@@ -45,3 +45,14 @@ def test_parse_configs_trims_like_topic_command() -> None:
 def test_parse_configs_rejects_malformed_pairs(bad: str) -> None:
     with pytest.raises(ValueError, match='format "key=val"'):
         parse_configs([bad])
+
+
+def test_a_partition_being_reassigned_shows_what_moves() -> None:
+    # Kafka's TopicCommand while partition 0 moves from [1, 2] to [3, 2]: the replica list is the
+    # target then the removed replica, and the added one is not counted in the factor.
+    topic = TopicInfo("orders", None, False, (PartitionInfo(0, 1, (3, 2, 1), (1, 2)),))
+    assert describe_topic_line(topic, [], adding=[3]) == (
+        "Topic: orders\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: ")
+    assert describe_partition_line("orders", topic.partitions[0], ([3, 2, 1], [3], [1])) == (
+        "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 3,2,1\tIsr: 1,2"
+        "\tAdding Replicas: 3\tRemoving Replicas: 1\tElr: N/A\tLastKnownElr: N/A")

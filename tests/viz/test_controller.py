@@ -112,3 +112,24 @@ def test_actions_are_recorded_at_their_times(lab: controller.ControllerLab) -> N
     victim = lab.timeline().isr_changes(0)[0].leader
     assert [(a.time_ms, a.label) for a in lab.timeline().actions] == [
         (5_000, f"kill {victim}"), (20_000, f"restart {victim}"), (40_000, "preferred election")]
+
+
+def test_reassigning_a_replica_off_and_back_on(tmp_path: Path) -> None:
+    lab = controller.ControllerLab(tmp_path)
+    try:
+        start = lab.cluster.controller.image.partition("orders", 0)
+        assert start is not None
+        follower = start.replicas[-1]
+        assert lab.move_replica(follower) == [("orders", 0, "NONE")]
+        off = lab.cluster.controller.image.partition("orders", 0)
+        assert off is not None and follower not in off.replicas and off.adding_replicas == ()
+        assert lab.move_replica(follower) == [("orders", 0, "NONE")]
+        entry = lab.entries[-1]  # the reassignment starts: the broker is added, not yet in sync
+        assert entry.kind == "PartitionChangeRecord" and f'"addingReplicas":[{follower}]' in entry.text
+        lab.advance(2_000)
+        back = lab.cluster.controller.image.partition("orders", 0)
+        assert back is not None and back.replicas == start.replicas and set(back.isr) == set(start.replicas)
+        assert back.adding_replicas == () and [a.label for a in lab.actions] == [
+            f"reassign -{follower}", f"reassign +{follower}"]
+    finally:
+        lab.close()

@@ -53,6 +53,7 @@ _T = _R.FetchableTopicResponse
 _P = _T.PartitionData
 READ_COMMITTED = 1  # isolation_level: 0 read_uncommitted, 1 read_committed (KIP-98)
 ABORTED_ENTRIES_CACHED = 4096  # response entries for aborted transactions kept for reuse
+ANSWERS_CACHED = 4096  # partition answers without records kept for reuse
 
 
 def handle_fetch(broker: Broker, request: Request) -> Any:
@@ -204,7 +205,20 @@ def _record_follower_fetch(broker: Broker, body: Any, response: Any, now_ms: int
 def _partition(wanted: Any, error_code: int, offsets: _Offsets, records: Any,
                aborted: tuple[Any, ...] | None = None) -> Any:
     """A partition's answer; ``aborted`` is null unless the reader is read_committed."""
+    if not isinstance(records, RecordsParts):  # None or b""
+        return _answer_without_records(wanted.partition, error_code, offsets, records, aborted)
     return _P(partition_index=wanted.partition, error_code=error_code, high_watermark=offsets.high_watermark,
+              last_stable_offset=offsets.last_stable_offset, log_start_offset=offsets.log_start_offset,
+              aborted_transactions=aborted, records=records)
+
+
+@functools.lru_cache(maxsize=ANSWERS_CACHED, typed=True)  # typed: an ErrorCode is not shared as an int
+def _answer_without_records(partition: int, error_code: int, offsets: _Offsets, records: bytes | None,
+                            aborted: tuple[Any, ...] | None) -> Any:
+    """An answer with no records in it, shared as :func:`_aborted_entry` shares its entries: a
+    parked fetch re-reads every partition it names at each append and HW move on any of them,
+    and most of those answers are the ones it built last time."""
+    return _P(partition_index=partition, error_code=error_code, high_watermark=offsets.high_watermark,
               last_stable_offset=offsets.last_stable_offset, log_start_offset=offsets.log_start_offset,
               aborted_transactions=aborted, records=records)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.coordinator_partitions import CoordinatorAnswer, coordinator_of
-from kafkalab.broker.handlers.txn import transaction_coordinator
+from kafkalab.broker.handlers.txn import transaction_coordinators
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.broker.topics import TopicError
 from kafkalab.errors import ErrorCode
@@ -56,23 +56,26 @@ def handle_find_coordinator(broker: Broker, request: Request) -> Any:
         keys = body.coordinator_keys
     else:
         keys = (body.key,)
-    answers = []
-    for key in keys:
-        if body.key_type == TRANSACTION_KEY_TYPE and key:
-            answers.append(_FC.Coordinator(key=key, **transaction_coordinator(broker, key)))
-        elif body.key_type == GROUP_KEY_TYPE:
-            found = group_coordinator_of(broker, key)
-            answers.append(_FC.Coordinator(key=key, node_id=found.node_id, host=found.host, port=found.port,
-                                           error_code=found.error_code))
-        else:
-            answers.append(_FC.Coordinator(key=key, node_id=-1, host="", port=-1,
-                                           error_code=ErrorCode.INVALID_REQUEST,
-                                           error_message=f"no coordinator for key type {body.key_type} and key {key!r}"))
+    found: dict[str, CoordinatorAnswer] = {}
+    if body.key_type == TRANSACTION_KEY_TYPE:
+        named = [key for key in keys if key]  # a transactional id is never empty
+        found = dict(zip(named, transaction_coordinators(broker, named), strict=True))
+    elif body.key_type == GROUP_KEY_TYPE:
+        found = {key: group_coordinator_of(broker, key) for key in keys}
+    answers = [_coordinator(key, found.get(key), body.key_type) for key in keys]
     if request.header.api_version >= BATCHED_FIND_COORDINATOR_VERSION:
         return _FC(coordinators=tuple(answers))
     one = answers[0]
     return _FC(error_code=one.error_code, error_message=one.error_message, node_id=one.node_id,
                host=one.host, port=one.port)
+
+
+def _coordinator(key: str, found: CoordinatorAnswer | None, key_type: int) -> Any:
+    if found is None:
+        return _FC.Coordinator(key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                               error_message=f"no coordinator for key type {key_type} and key {key!r}")
+    return _FC.Coordinator(key=key, node_id=found.node_id, host=found.host, port=found.port,
+                           error_code=found.error_code)
 
 
 def group_coordinator_of(broker: Broker, group_id: str) -> CoordinatorAnswer:

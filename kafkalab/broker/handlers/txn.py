@@ -5,8 +5,9 @@ owns it, and TxnOffsetCommit goes to the group coordinator, which owns the offse
 once the coordinator's ``__transaction_state`` record is committed (at once on a lone broker).
 
 FindCoordinator for a transactional id (key_type 1) names the leader of its
-``__transaction_state`` partition; the coordinator answers NOT_COORDINATOR for ids whose
-partition another broker leads. AddPartitionsToTxn checks the partitions exist first, as Kafka's ``KafkaApis`` does: if any is
+``__transaction_state`` partition; the first one creates the topic and, as in Kafka, answers
+COORDINATOR_NOT_AVAILABLE (the client asks again). The coordinator answers NOT_COORDINATOR for
+ids whose partition another broker leads. AddPartitionsToTxn checks the partitions exist first, as Kafka's ``KafkaApis`` does: if any is
 unknown, those get UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and the
 transaction is left as it was. AddOffsetsToTxn adds the group's ``__consumer_offsets``
 partition, creating the topic first if no group has committed yet, so its marker has a place
@@ -24,7 +25,9 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.broker.coordinator_partitions import CoordinatorAnswer, coordinator_of
 from kafkalab.broker.request import PENDING, Request, answer_later
+from kafkalab.broker.topics import TopicError
 from kafkalab.errors import ErrorCode
 from kafkalab.group.offsets import OffsetCommit
 from kafkalab.group.partitioner import OFFSETS_TOPIC
@@ -47,18 +50,22 @@ if TYPE_CHECKING:
 BATCHED_ADD_PARTITIONS_VERSION = 4  # KIP-890: brokers' batched, verifying form
 
 
-def transaction_coordinator(broker: Broker, transactional_id: str) -> dict[str, Any]:
-    """FindCoordinator's answer for a transactional id: the leader of its ``__transaction_state``
-    partition, or this broker while the topic does not exist yet (its first write creates it)."""
-    image = broker.controller.image
-    registration = image.partition(TRANSACTION_STATE_TOPIC, broker.txn_coordinator.partition_of(transactional_id))
-    if registration is None:
-        settings = broker.settings
-        return {"node_id": settings.node_id, "host": settings.host, "port": settings.port, "error_code": 0}
-    leader = image.brokers.get(registration.leader)
-    if leader is None or leader.fenced:
-        return {"node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-    return {"node_id": leader.broker_id, "host": leader.host, "port": leader.port, "error_code": 0}
+def transaction_coordinators(broker: Broker, transactional_ids: Sequence[str]) -> list[CoordinatorAnswer]:
+    """FindCoordinator's answers for transactional ids: the live leader of each id's
+    ``__transaction_state`` partition. As Kafka's ``KafkaApis.getCoordinator``, a request that
+    finds the topic missing creates it and answers every id COORDINATOR_NOT_AVAILABLE, which
+    clients retry; so does one arriving while the topic cannot be created (too few brokers for
+    ``transaction.state.log.replication.factor``) or the id's partition has no live leader."""
+    if transactional_ids and broker.topics.get(TRANSACTION_STATE_TOPIC) is None:
+        try:
+            broker.txn_log.ensure_topic()
+        except TopicError:
+            pass  # tried again at the client's retry: enough brokers may have registered by then
+        return [CoordinatorAnswer(ErrorCode.COORDINATOR_NOT_AVAILABLE) for _ in transactional_ids]
+    image, coordinator = broker.controller.image, broker.txn_coordinator
+    return [coordinator_of(image, TRANSACTION_STATE_TOPIC, coordinator.partition_of(t)) for t in transactional_ids]
+
+
 _AP = ADD_PARTITIONS_TO_TXN_RESPONSE.cls
 _TOPIC_RESULT = _AP.AddPartitionsToTxnTopicResult
 _PARTITION_RESULT = _TOPIC_RESULT.AddPartitionsToTxnPartitionResult

@@ -201,6 +201,7 @@ def _append_one(broker: Broker, marker: TxnMarker, topic: str, index: int, now_m
         broker.on_storage_error(error)
         return MarkerAppend(TxnMarkerResult(marker.producer_id, topic, index, ErrorCode(error.error_code)), -1, None)
     on_partition_appended(broker, topic, index)
+    broker.txn_verification.written((topic, index), marker.producer_id)  # a KIP-890 guard is void now
     check = hosted.partition.check_enough_replicas_reach_offset
     required_offset = info.last_offset + 1
     done, outcome = check(required_offset)

@@ -24,6 +24,14 @@ Five kinds of request leave it, each kept apart so one never waits behind anothe
 * **Fetch**, at most one in flight per broker (:mod:`.fetcher`), and **OffsetCommit** for
   ``commit_async``, ``commit_sync`` and ``enable.auto.commit`` every ``auto.commit.interval.ms``.
 
+Manual assignment. ``assign()`` joins no group, but with a ``group.id`` the consumer still
+uses the group's offsets, as Kafka's does: it finds the group coordinator itself
+(FindCoordinator), starts each partition from the group's committed offset (OffsetFetch), and
+commits as a consumer outside any generation -- generation -1, an empty member id and no
+``group.instance.id``, which a coordinator accepts while no member of the group holds a
+generation. Without a ``group.id`` a commit raises :class:`InvalidGroupIdError` (Kafka's
+``InvalidGroupIdException``).
+
 Worked example: ``subscribe(["orders"])`` on a group of one. The member finds the coordinator
 and joins; SyncGroup assigns orders-0 and orders-1; the listener event ``assigned`` is queued.
 OffsetFetch answers 7 for orders-0 and -1 (none) for orders-1, so orders-0 starts at 7 and
@@ -42,7 +50,8 @@ from kafkalab.client.consumer import requests as build
 from kafkalab.client.consumer.config import ConsumerConfig
 from kafkalab.client.consumer.fetcher import ConsumerRecord, fetch_request, partition_records
 from kafkalab.client.consumer.positions import EARLIEST, LATEST, PartitionState, SubscriptionState
-from kafkalab.client.membership import GroupMember, MemberConfig, MemberState
+from kafkalab.client.consumer_protocol import NO_GENERATION
+from kafkalab.client.membership import Coordinator, GroupMember, MemberConfig, MemberState
 from kafkalab.errors import ConfigError, ErrorCode, KafkaError, OffsetOutOfRangeError
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.storage.checkpoints import TopicPartition
@@ -51,8 +60,20 @@ CommitCallback = Callable[[dict[TopicPartition, int], KafkaError | None], None]
 METADATA_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.FENCED_LEADER_EPOCH,
                              ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR})
+COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+NO_MEMBER_ID = ""  # OffsetCommit's member id from a consumer outside any generation
 RETRIABLE_OFFSET_ERRORS = frozenset({ErrorCode.UNSTABLE_OFFSET_COMMIT, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                      ErrorCode.OFFSET_NOT_AVAILABLE, *METADATA_ERRORS})
+
+
+class InvalidGroupIdError(KafkaError):
+    """Offsets committed, or a group joined, without a ``group.id`` (Kafka's ``InvalidGroupIdException``)."""
+
+    error_code = ErrorCode.INVALID_GROUP_ID
+
+    def __init__(self) -> None:
+        super().__init__("To use the group management or offset commit APIs, you must provide a valid "
+                         "group.id in the consumer configuration.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +117,8 @@ class ConsumerCore:
         self._fetching_from: set[int] = set()
         self._commits: list[tuple[dict[TopicPartition, int], CommitCallback | None]] = []
         self._next_auto_commit_ms: int | None = None
+        self._assigned_coordinator: Coordinator | None = None  # the group's coordinator, after assign()
+        self._find_coordinator_due_ms = 0
 
     # -- what the application calls -------------------------------------------------------------------
 
@@ -103,7 +126,7 @@ class ConsumerCore:
         """Join ``group.id`` and consume whatever its assignor gives this member."""
         c = self.config
         if c.group_id is None:
-            raise ConfigError("subscribe() needs a group.id; use assign() without one")
+            raise InvalidGroupIdError()
         if self.member is not None or self.subscriptions.partitions:
             raise ConfigError("this consumer is already subscribed or assigned; create another")
         self.member = GroupMember(MemberConfig(
@@ -115,12 +138,17 @@ class ConsumerCore:
         if c.enable_auto_commit:
             self._next_auto_commit_ms = now_ms + c.auto_commit_interval_ms
 
-    def assign(self, partitions: list[TopicPartition]) -> None:
-        """Consume exactly ``partitions``, no group membership (Kafka's ``assign``)."""
+    def assign(self, partitions: list[TopicPartition], now_ms: int = 0) -> None:
+        """Consume exactly ``partitions``, no group membership (Kafka's ``assign``); with a
+        ``group.id``, each starts from the group's committed offset, and positions are
+        committed every ``auto.commit.interval.ms`` under ``enable.auto.commit``."""
         if self.member is not None:
             raise ConfigError("assign() after subscribe(): a consumer does one or the other")
+        in_group = self.config.group_id is not None
         self.subscriptions.remove(tuple(self.subscriptions.partitions))
-        self.subscriptions.add(tuple(partitions), in_group=False)
+        self.subscriptions.add(tuple(partitions), in_group=in_group)
+        if in_group and self.config.enable_auto_commit and self._next_auto_commit_ms is None:
+            self._next_auto_commit_ms = now_ms + self.config.auto_commit_interval_ms
         self._metadata_due_ms = 0
 
     def assignment(self) -> list[TopicPartition]:
@@ -169,7 +197,7 @@ class ConsumerCore:
                      callback: CommitCallback | None) -> None:
         """Queue an OffsetCommit of ``offsets`` (None: every position); ``callback`` hears the answer."""
         if self.config.group_id is None:
-            raise ConfigError("committing offsets needs a group.id")
+            raise InvalidGroupIdError()
         chosen = dict(self.subscriptions.consumed_offsets() if offsets is None else offsets)
         if chosen:
             self._commits.append((chosen, callback))
@@ -182,8 +210,16 @@ class ConsumerCore:
         self._sync_membership()
 
     @property
+    def coordinator(self) -> Coordinator | None:
+        """The group coordinator: the member's, or after ``assign()`` the one found for commits."""
+        return self.member.coordinator if self.member is not None else self._assigned_coordinator
+
+    @property
     def closed(self) -> bool:
-        return self.member is None or self.member.state in (MemberState.LEFT, MemberState.FATAL)
+        """Done with the group: left it, or (after ``assign()``) no commit waits for an answer."""
+        if self.member is None:
+            return not self._commits and not self.in_flight("commit")
+        return self.member.state in (MemberState.LEFT, MemberState.FATAL)
 
     # -- what the adapter calls -------------------------------------------------------------------------
 
@@ -197,6 +233,7 @@ class ConsumerCore:
                 self._add(out, "member", item, item.api_key, item.body, item.destination, version)
             self._sync_membership()
         self._commit_requests(out)  # an eager revoke in the member's poll queues an auto commit
+        self._find_coordinator_request(out, now_ms)
         self._metadata_request(out, now_ms)
         if self.leaders or not self.subscriptions.partitions:
             self._offset_fetch_request(out)
@@ -226,6 +263,8 @@ class ConsumerCore:
             self._fetching_from.discard(context[0])
         elif kind == "commit":
             self._commit_done(context, KafkaError("OffsetCommit got no answer", error_code=ErrorCode.REQUEST_TIMED_OUT))
+        if kind in ("commit", "offset-fetch", "find-coordinator"):
+            self._coordinator_unknown(now_ms)  # as Kafka's markCoordinatorUnknown
         if kind != "member":
             self._metadata_due_ms = now_ms + self.config.retry_backoff_ms
 
@@ -233,6 +272,8 @@ class ConsumerCore:
         """When :meth:`poll_requests` next has something to do without an answer arriving (auto
         commit is not among them: it happens in the application's poll, as in Kafka)."""
         times = [] if self._metadata_due_ms is None else [self._metadata_due_ms]
+        if self._needs_assigned_coordinator():
+            times.append(self._find_coordinator_due_ms)
         if self.member is not None and not self._events:
             member_due = self.member.next_deadline_ms()
             times += [member_due] if member_due is not None else []
@@ -253,10 +294,33 @@ class ConsumerCore:
         out.append(Request(self._next_request_id, api_key, version, body, destination, timeout_ms))
 
     def _coordinator(self) -> int | None:
+        """The coordinator's node id once OffsetFetch and OffsetCommit may go to it."""
         member = self.member
-        if member is None or member.coordinator is None or member.state is not MemberState.STABLE:
+        if member is None:
+            return None if self._assigned_coordinator is None else self._assigned_coordinator.node_id
+        if member.coordinator is None or member.state is not MemberState.STABLE:
             return None
         return member.coordinator.node_id
+
+    def _needs_assigned_coordinator(self) -> bool:
+        """After ``assign()`` with a group.id: commits or committed offsets wait for a coordinator."""
+        if self.member is not None or self.config.group_id is None or self._assigned_coordinator is not None:
+            return False
+        return bool(self._commits) or bool(self.subscriptions.in_state(PartitionState.AWAITING_COMMITTED))
+
+    def _find_coordinator_request(self, out: list[Request], now_ms: int) -> None:
+        if (not self._needs_assigned_coordinator() or now_ms < self._find_coordinator_due_ms
+                or self.in_flight("find-coordinator")):
+            return
+        assert self.config.group_id is not None, "only a consumer with a group.id looks for its coordinator"
+        self._add(out, "find-coordinator", None, ApiKey.FIND_COORDINATOR,
+                  build.find_coordinator(self.config.group_id), None, build.VERSIONS[ApiKey.FIND_COORDINATOR])
+
+    def _coordinator_unknown(self, now_ms: int) -> None:
+        """Forget the coordinator found after ``assign()``; look again after ``retry.backoff.ms``."""
+        if self.member is None:
+            self._assigned_coordinator = None
+            self._find_coordinator_due_ms = now_ms + self.config.retry_backoff_ms
 
     def _metadata_request(self, out: list[Request], now_ms: int) -> None:
         if self._metadata_due_ms is None or now_ms < self._metadata_due_ms or self.in_flight("metadata"):
@@ -306,38 +370,42 @@ class ConsumerCore:
                       leader, build.VERSIONS[ApiKey.FETCH])
 
     def _commit_requests(self, out: list[Request]) -> None:
-        coordinator = self._commit_coordinator()
+        """Send queued commits once the coordinator is known: a member's under its generation,
+        an ``assign()``-ing consumer's outside any (Kafka's ``Generation.NO_GENERATION``)."""
+        coordinator = self._coordinator_for_commits()
         if coordinator is None:
             return
+        assert self.config.group_id is not None, "commit_async() refuses a consumer without a group.id"
         member = self.member
-        assert member is not None and self.config.group_id is not None, "commits wait for a coordinator"
+        generation_id, member_id, instance_id = NO_GENERATION, NO_MEMBER_ID, None
+        if member is not None:
+            generation_id, member_id, instance_id = member.generation_id, member.member_id, self.config.group_instance_id
         for offsets, callback in self._commits:
-            body = build.offset_commit(self.config.group_id, member.generation_id, member.member_id,
-                                       self.config.group_instance_id, offsets)
+            body = build.offset_commit(self.config.group_id, generation_id, member_id, instance_id, offsets)
             self._add(out, "commit", (offsets, callback), ApiKey.OFFSET_COMMIT, body, coordinator,
                       build.VERSIONS[ApiKey.OFFSET_COMMIT])
         self._commits = []
 
-    def _commit_coordinator(self) -> int | None:
+    def _coordinator_for_commits(self) -> int | None:
         if not self._commits:
             return None
         if self.member is None:
-            self._fail_commits(KafkaError("commits from assign() without a group are not supported; subscribe()",
-                                          error_code=ErrorCode.GROUP_ID_NOT_FOUND))
-            return None
+            return self._coordinator()
         coordinator = self.member.coordinator
         return None if coordinator is None or not self.member.member_id else coordinator.node_id
-
-    def _fail_commits(self, error: KafkaError) -> None:
-        commits, self._commits = self._commits, []
-        for commit in commits:
-            self._commit_done(commit, error)
 
     # -- answers ----------------------------------------------------------------------------------------
 
     def _on_member(self, context: Any, body: Any, now_ms: int) -> None:
         assert self.member is not None, "member answers come only to a subscribed consumer"
         self.member.on_response(context.api_key, body, now_ms, context.request_id)
+
+    def _on_find_coordinator(self, context: Any, body: Any, now_ms: int) -> None:
+        node_id, host, port, error = build.find_coordinator_result(body)
+        if error == ErrorCode.NONE:
+            self._assigned_coordinator = Coordinator(node_id, host, port)
+        else:  # e.g. COORDINATOR_NOT_AVAILABLE while __consumer_offsets is created
+            self._coordinator_unknown(now_ms)
 
     def _on_metadata(self, context: Any, body: Any, now_ms: int) -> None:
         self.brokers.update({b.node_id: (b.host, b.port) for b in body.brokers})
@@ -355,6 +423,8 @@ class ConsumerCore:
                 continue
             if error == ErrorCode.NONE:
                 self.subscriptions.committed_found(tp, offset)
+            elif error in COORDINATOR_ERRORS:
+                self._coordinator_unknown(now_ms)
             elif error not in RETRIABLE_OFFSET_ERRORS:
                 self.error = KafkaError(f"OffsetFetch for {tp[0]}-{tp[1]} failed with {error.name}", error_code=error)
 
@@ -407,6 +477,8 @@ class ConsumerCore:
     def _on_commit(self, context: Any, body: Any, now_ms: int) -> None:
         errors = [error for _, error in build.offset_commit_results(body) if error != ErrorCode.NONE]
         error = None if not errors else KafkaError(f"OffsetCommit failed with {errors[0].name}", error_code=errors[0])
+        if COORDINATOR_ERRORS.intersection(errors):
+            self._coordinator_unknown(now_ms)
         self._commit_done(context, error)
 
     def _commit_done(self, commit: tuple[dict[TopicPartition, int], CommitCallback | None],
@@ -416,7 +488,8 @@ class ConsumerCore:
             callback(offsets, error)
 
     _RESPONSES: dict[str, Callable[[ConsumerCore, Any, Any, int], None]] = {
-        "member": _on_member, "metadata": _on_metadata, "offset-fetch": _on_offset_fetch,
+        "member": _on_member, "find-coordinator": _on_find_coordinator, "metadata": _on_metadata,
+        "offset-fetch": _on_offset_fetch,
         "list-offsets": _on_list_offsets, "fetch": _on_fetch, "commit": _on_commit,
     }
 

@@ -15,8 +15,9 @@ this module only moves bytes. Each turn of :meth:`KafkaConsumer.run_once`:
 
 Because sockets never block, a JoinGroup parked at the coordinator for a whole rebalance does
 not hold up fetches from other brokers. ``poll`` runs turns until records are ready or its
-timeout passes, then calls the rebalance listener for anything assigned or revoked meanwhile;
-``commit_sync`` runs turns until its OffsetCommit is answered.
+timeout passes (and, with records, one more turn that sends the fetches they made due, as
+Kafka's ``KafkaConsumer.poll`` does), then calls the rebalance listener for anything assigned
+or revoked meanwhile; ``commit_sync`` runs turns until its OffsetCommit is answered.
 
 Worked example::
 
@@ -50,7 +51,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.storage.checkpoints import TopicPartition
 
 SELECT_WAIT_MAX_MS = 100  # never sleep longer than this, so a caller's own timeout is honoured
-CLOSE_WAIT_MS = 5_000  # how long close() waits for the LeaveGroup answer
+CLOSE_WAIT_MS = 5_000  # how long close() waits for the LeaveGroup answer, or a last commit's
 CONNECT_TIMEOUT_MS = 10_000  # socket.connection.setup.timeout.max.ms is 30 s; a local broker answers fast
 
 Listener = Callable[[RebalanceEvent], None]
@@ -105,7 +106,7 @@ class KafkaConsumer:
         self.core.subscribe(topics, self.clock.milliseconds())
 
     def assign(self, partitions: list[TopicPartition]) -> None:
-        self.core.assign(partitions)
+        self.core.assign(partitions, self.clock.milliseconds())
 
     def assignment(self) -> list[TopicPartition]:
         return self.core.assignment()
@@ -135,7 +136,13 @@ class KafkaConsumer:
             self._run_listener()
             records = self.core.take_records(self.clock.milliseconds())
             now_ms = self.clock.milliseconds()
-            if records or now_ms >= end_ms:
+            if records:
+                # As Kafka's KafkaConsumer.poll: send the fetches now due (a partition whose
+                # buffer these records emptied) before returning, so that the broker's answer
+                # travels while the application handles the records.
+                self.run_once(0)
+                return records
+            if now_ms >= end_ms:
                 return records
             self.run_once(min(end_ms - now_ms, SELECT_WAIT_MAX_MS))
 
@@ -159,7 +166,7 @@ class KafkaConsumer:
     def close(self) -> None:
         """Commit (with ``enable.auto.commit``), leave the group, close the sockets."""
         try:
-            if self.core.member is not None and self.config.enable_auto_commit:
+            if self.config.group_id is not None and self.config.enable_auto_commit:
                 self.commit_async(None, None)  # best effort, as Kafka's close: a rebalance may refuse it
             self.core.close(self.clock.milliseconds())
             end_ms = self.clock.milliseconds() + CLOSE_WAIT_MS
@@ -202,12 +209,12 @@ class KafkaConsumer:
         self._expire(self.clock.milliseconds())
 
     def _address(self, request: Request) -> tuple[str, int]:
-        member = self.core.member
+        coordinator = self.core.coordinator
         if request.destination is None:
             live = [a for a in self._connections if a in self._bootstrap]
             return live[0] if live else self._bootstrap[0]
-        if member is not None and member.coordinator is not None and member.coordinator.node_id == request.destination:
-            return member.coordinator.host, member.coordinator.port
+        if coordinator is not None and coordinator.node_id == request.destination:
+            return coordinator.host, coordinator.port
         return self.core.brokers[request.destination]
 
     def _send(self, request: Request, now_ms: int) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kafkalab.client.consumer.fetcher import CONSUMER_REPLICA_ID
+from kafkalab.client.membership.member import GROUP_KEY_TYPE
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol import SCHEMAS
 from kafkalab.protocol.api_keys import ApiKey
@@ -41,6 +42,17 @@ def _by_topic(tps: Mapping[TopicPartition, Any]) -> dict[str, list[tuple[int, An
     for (topic, partition), value in sorted(tps.items()):
         grouped.setdefault(topic, []).append((partition, value))
     return grouped
+
+
+def find_coordinator(group_id: str) -> Any:
+    """FindCoordinator for ``group_id`` in the one-key shape of v0-v3."""
+    return _cls(ApiKey.FIND_COORDINATOR)(key=group_id, key_type=GROUP_KEY_TYPE, coordinator_keys=(group_id,))
+
+
+def find_coordinator_result(body: Any) -> tuple[int, str, int, ErrorCode]:
+    """(node id, host, port, error) of a FindCoordinator answer, either shape (v4+ has a list)."""
+    answer = body.coordinators[0] if getattr(body, "coordinators", None) else body
+    return int(answer.node_id), str(answer.host), int(answer.port), ErrorCode(answer.error_code)
 
 
 def metadata(topics: list[str]) -> Any:

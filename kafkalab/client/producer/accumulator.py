@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafkalab.client.producer.config import ProducerConfig
-from kafkalab.client.producer.futures import FutureRecordMetadata, RecordMetadata
+from kafkalab.client.producer.futures import FutureRecordMetadata
 from kafkalab.errors import KafkaError
 from kafkalab.records.header import (
     LOG_OVERHEAD,
@@ -44,9 +44,10 @@ from kafkalab.records.header import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     V2_HEADER_SIZE,
+    increment_sequence,
 )
 from kafkalab.records.model import Header
-from kafkalab.records.v2 import encode_record, seal_v2_batch
+from kafkalab.records.v2 import decode_v2, encode_record, seal_v2_batch
 
 TopicPartition = tuple[str, int]
 BATCH_OVERHEAD_BYTES = V2_HEADER_SIZE  # what one batch costs before its first record
@@ -63,16 +64,6 @@ def record_size_upper_bound(key: bytes | None, value: bytes | None, headers: tup
     return payload + RECORD_VARINTS_MAX_BYTES
 
 
-class Thunk(NamedTuple):
-    """One record waiting in a batch: its future and the sizes its metadata reports. (A named
-    tuple rather than a frozen dataclass: one is built per record, and tuples build fastest.)"""
-
-    future: FutureRecordMetadata
-    timestamp: int
-    key_size: int
-    value_size: int
-
-
 class ProducerBatch:
     """Records for one partition, encoded as they arrive, sealed into a v2 batch when drained.
 
@@ -83,7 +74,7 @@ class ProducerBatch:
         self.created_ms = created_ms
         self.capacity_bytes = capacity_bytes  # memory reserved from buffer.memory
         self.records: list[bytes] = []  # each already a DefaultRecord
-        self.thunks: list[Thunk] = []
+        self.futures: list[FutureRecordMetadata] = []  # one per record, in offset order
         self.size_bytes = BATCH_OVERHEAD_BYTES
         self.base_timestamp = 0
         self.max_timestamp = -1
@@ -109,18 +100,21 @@ class ProducerBatch:
         returns the bytes appended, 0 when the record must go to a new batch."""
         if self.closed:
             return 0
-        if not self.records:
+        records = self.records
+        count = len(records)
+        if not count:
             self.base_timestamp = timestamp
-        encoded = encode_record(len(self.records), timestamp - self.base_timestamp, key, value, headers)
-        if self.records and self.size_bytes + len(encoded) > limit_bytes:
+        encoded = encode_record(count, timestamp - self.base_timestamp, key, value, headers)
+        size = len(encoded)
+        if count and self.size_bytes + size > limit_bytes:
             return 0
-        self.records.append(encoded)
-        self.size_bytes += len(encoded)
+        records.append(encoded)
+        self.size_bytes += size
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
-        self.thunks.append(Thunk(future, timestamp, -1 if key is None else len(key),
-                                 -1 if value is None else len(value)))
-        return len(encoded)
+        future.timestamp = timestamp
+        self.futures.append(future)
+        return size
 
     def is_full(self, batch_size: int) -> bool:
         return self.closed or self.size_bytes >= batch_size
@@ -144,16 +138,54 @@ class ProducerBatch:
         """The broker wrote the batch at ``base_offset`` (-1: unknown, as with acks=0)."""
         self.done = True
         topic, partition = self.topic, self.partition
-        for index, (future, timestamp, key_size, value_size) in enumerate(self.thunks):
-            offset = -1 if base_offset < 0 else base_offset + index
-            if log_append_time_ms >= 0:
-                timestamp = log_append_time_ms
-            future.complete(RecordMetadata(topic, partition, offset, timestamp, key_size, value_size))
+        if base_offset < 0:
+            for future in self.futures:
+                future.complete_at(topic, partition, -1, log_append_time_ms)
+            return
+        for offset, future in enumerate(self.futures, base_offset):
+            future.complete_at(topic, partition, offset, log_append_time_ms)
+
+    def split(self, batch_size: int) -> list[ProducerBatch]:
+        """The records of a batch the broker refused as too large (MESSAGE_TOO_LARGE), in smaller
+        batches: Kafka's ``ProducerBatch.split``. Each keeps this batch's creation time (for
+        ``delivery.timeout.ms``) and its records' futures; with idempotence they take this batch's
+        sequences in order, so the partition's sequence numbers do not move.
+
+        Kafka splits down to ``batch.size``, which helps when it packed more than that under
+        compression; kafkalab never puts more than ``batch.size`` uncompressed bytes in a batch,
+        so the parts also hold at most half the refused batch's bytes (two or three parts). Repeated refusals (a topic's
+        ``max.message.bytes`` far below ``batch.size``) so reach single records in log2(n) rounds,
+        where Kafka would split into the same batch until ``delivery.timeout.ms`` (KAFKA-8350).
+        Worked example: ten 1 KiB records (about 10.4 KB) split into two batches of five."""
+        assert len(self.records) > 1, "a single record cannot be split"
+        half_bytes = BATCH_OVERHEAD_BYTES + (self.size_bytes - BATCH_OVERHEAD_BYTES + 1) // 2
+        limit = min(batch_size, half_bytes)
+        parts: list[ProducerBatch] = []
+        records = decode_v2(seal_v2_batch(
+            b"".join(self.records), len(self.records), base_offset=0, last_offset_delta=len(self.records) - 1,
+            base_timestamp=self.base_timestamp, max_timestamp=self.max_timestamp, attributes=0)).records
+        for record, future in zip(records, self.futures, strict=True):
+            args = (record.timestamp, record.key, record.value, record.headers)
+            if not parts or not parts[-1].try_append(*args, limit, future):
+                if parts:
+                    parts[-1].closed = True
+                # off the accumulator's buffer.memory, as Kafka's split batches: the refused
+                # batch's memory is given back instead
+                parts.append(ProducerBatch(self.topic, self.partition, self.created_ms, capacity_bytes=0))
+                parts[-1].try_append(*args, limit, future)
+        parts[-1].closed = True
+        if self.base_sequence != NO_SEQUENCE:
+            sequence = self.base_sequence
+            for part in parts:
+                part.set_producer_state(self.producer_id, self.producer_epoch, sequence)
+                sequence = increment_sequence(sequence, part.record_count)
+        self.done = True
+        return parts
 
     def fail(self, error: KafkaError) -> None:
         self.done = True
-        for thunk in self.thunks:
-            thunk.future.fail(error)
+        for future in self.futures:
+            future.fail(error)
 
     def __repr__(self) -> str:
         return (f"ProducerBatch({self.topic}-{self.partition}, {self.record_count} records, "
@@ -162,7 +194,7 @@ class ProducerBatch:
 
 class AppendResult(NamedTuple):
     """What an append did: ``future`` is None exactly when ``blocked`` (no memory left).
-    One per record, hence a named tuple."""
+    One per record, hence a named tuple, built with :data:`_new_result`."""
 
     future: FutureRecordMetadata | None
     appended_bytes: int = 0
@@ -184,6 +216,9 @@ class ReadyCheck:
 
 
 Leaders = Callable[[TopicPartition], int | None]
+# tuple.__new__ builds a named tuple in C; the class's own __new__ is a Python function, a
+# noticeable cost when paid once per record: _new_result(AppendResult, (future, bytes, new, switch))
+_new_result = tuple.__new__
 
 
 class RecordAccumulator:
@@ -209,7 +244,7 @@ class RecordAccumulator:
         if queue:
             appended = queue[-1].try_append(timestamp, key, value, headers, limit, future)
             if appended:
-                return AppendResult(future, appended, False, queue[-1].is_full(limit))
+                return _new_result(AppendResult, (future, appended, False, queue[-1].is_full(limit)))
             queue[-1].closed = True  # a batch that turned a record away takes no more
         record_bytes = BATCH_OVERHEAD_BYTES + record_size_upper_bound(key, value, headers)
         capacity = max(limit, record_bytes)
@@ -221,7 +256,7 @@ class RecordAccumulator:
         assert appended, "an empty batch takes any record"
         queue.append(batch)
         self.incomplete.add(batch)
-        return AppendResult(future, appended, True, True)
+        return _new_result(AppendResult, (future, appended, True, True))
 
     def ready(self, leaders: Leaders, now_ms: int, muted: Callable[[TopicPartition], bool]) -> ReadyCheck:
         """Kafka's ``RecordAccumulator.ready``: nodes whose partitions have a sendable batch."""
@@ -282,6 +317,20 @@ class RecordAccumulator:
         """Put a batch that will be retried back at the head of its partition's queue: in
         sequence order when it has one, so that a retry never overtakes an earlier batch."""
         batch.last_attempt_ms = now_ms
+        self._insert_in_sequence_order(batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch) -> int:
+        """Kafka's ``splitAndReenqueue``: replace a batch refused as too large by its
+        :meth:`~ProducerBatch.split` parts, at the head of its queue, as if never tried (no retry
+        backoff; their ``linger.ms`` has passed). Returns how many parts there are."""
+        parts = batch.split(self.config.batch_size)
+        self.deallocate(batch)
+        for part in reversed(parts):
+            self.incomplete.add(part)
+            self._insert_in_sequence_order(part)
+        return len(parts)
+
+    def _insert_in_sequence_order(self, batch: ProducerBatch) -> None:
         queue = self.batches.setdefault(batch.tp, deque())
         position = 0
         if batch.base_sequence != NO_SEQUENCE:

@@ -1,10 +1,13 @@
 """The producer's typed failures, each with the Kafka error code a Java client would report.
 
 ``ProduceFailedError`` is a broker's refusal of a batch (``NOT_ENOUGH_REPLICAS`` after the
-retries ran out, ``MESSAGE_TOO_LARGE``, ...); ``DeliveryTimeoutError`` is Kafka's
+retries ran out, ``INVALID_RECORD``, ...); ``DeliveryTimeoutError`` is Kafka's
 ``TimeoutException`` for a record not acknowledged within ``delivery.timeout.ms``;
 ``BlockTimeoutError`` is the same exception raised by ``send`` itself after ``max.block.ms``
-(no metadata for the topic, or no ``buffer.memory`` left).
+(no metadata for the topic, or no ``buffer.memory`` left). A record too large -- for
+``max.request.size`` or ``buffer.memory`` at ``send``, or alone in a batch the broker refused
+with ``MESSAGE_TOO_LARGE`` -- fails with :class:`kafkalab.errors.RecordTooLargeError`, Kafka's
+``RecordTooLargeException``.
 """
 
 from __future__ import annotations

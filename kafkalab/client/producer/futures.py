@@ -42,15 +42,23 @@ Driver = Callable[[Callable[[], bool], int | None], bool]  # run until done() or
 
 
 class FutureRecordMetadata:
-    """One record's outcome. Completed once, by the sender; not thread-safe."""
+    """One record's outcome. Completed once, by the sender; not thread-safe.
 
-    __slots__ = ("_callbacks", "_driver", "_error", "_metadata")
+    As Kafka's ``FutureRecordMetadata``, it also carries what the record's metadata will report
+    besides its offset: the serialized key and value sizes (-1 for null), and the timestamp the
+    record was appended with (set by its batch)."""
 
-    def __init__(self, driver: Driver | None = None) -> None:
+    __slots__ = ("_callbacks", "_driver", "_error", "_metadata", "key_size", "timestamp", "value_size")
+
+    def __init__(self, driver: Driver | None = None, callbacks: tuple[Callback, ...] = (),
+                 key_size: int = -1, value_size: int = -1) -> None:
         self._metadata: RecordMetadata | None = None
         self._error: KafkaError | None = None
-        self._callbacks: list[Callback] = []
+        self._callbacks = callbacks  # run in this order, once; () after
+
         self._driver = driver
+        self.key_size, self.value_size = key_size, value_size
+        self.timestamp = -1
 
     def done(self) -> bool:
         return self._metadata is not None or self._error is not None
@@ -58,7 +66,7 @@ class FutureRecordMetadata:
     def add_callback(self, callback: Callback) -> None:
         """Run ``callback`` on completion (at once if already complete)."""
         if self._metadata is None and self._error is None:
-            self._callbacks.append(callback)
+            self._callbacks += (callback,)
         else:
             callback(self._metadata, self._error)
 
@@ -68,13 +76,26 @@ class FutureRecordMetadata:
         if self._callbacks:
             self._run_callbacks()
 
+    def complete_at(self, topic: str, partition: int, offset: int, log_append_time_ms: int) -> None:
+        """Complete with this record's place in the log (-1: unknown, as with acks=0); the
+        timestamp is the broker's LogAppendTime when it gives one, else the record's own.
+        Called once per acknowledged record, so the metadata is built with ``tuple.__new__``
+        (in C) rather than through the named tuple's Python ``__new__``."""
+        assert not self.done(), f"record already completed: {self._metadata or self._error}"
+        timestamp = self.timestamp if log_append_time_ms < 0 else log_append_time_ms
+        metadata = self._metadata = tuple.__new__(RecordMetadata, (topic, partition, offset, timestamp,
+                                                                   self.key_size, self.value_size))
+        callbacks, self._callbacks = self._callbacks, ()
+        for callback in callbacks:
+            callback(metadata, None)
+
     def fail(self, error: KafkaError) -> None:
         assert not self.done(), f"record already completed: {self._metadata or self._error}"
         self._error = error
         self._run_callbacks()
 
     def _run_callbacks(self) -> None:
-        callbacks, self._callbacks = self._callbacks, []
+        callbacks, self._callbacks = self._callbacks, ()
         for callback in callbacks:
             callback(self._metadata, self._error)
 

@@ -13,10 +13,11 @@ answers; this module only moves bytes. Each turn of :meth:`KafkaProducer.run_onc
 3. hands every whole response to the core, and fails every request of a broken or silent
    connection (which it closes, as Kafka's ``NetworkClient`` does).
 
-Kafka runs this loop on the producer's Sender thread. Here it runs inside ``send`` (at most
-once a millisecond, and while waiting for metadata or memory), ``future.get``, ``flush`` and
-``poll``: fire-and-forget sends make progress whenever the application calls any of them, as
-with librdkafka's ``poll``. Only the copying of request bytes into the socket runs on a thread
+Kafka runs this loop on the producer's Sender thread. Here it runs inside ``send`` (when a
+batch fills or opens, when the core has something due such as a batch's ``linger.ms`` ending,
+every millisecond while answers are awaited, and while waiting for metadata or memory),
+``future.get``, ``flush`` and ``poll``: fire-and-forget sends make progress whenever the
+application calls any of them, as with librdkafka's ``poll``. Only the copying of request bytes into the socket runs on a thread
 of its own (:class:`_Writer`), which keeps the core single-threaded and still lets batching
 overlap the network, the half of the two-thread design that matters for throughput.
 
@@ -57,41 +58,52 @@ from kafkalab.errors import KafkaError, NetworkError
 
 SELECT_WAIT_MAX_MS = 100  # never sleep longer than this, so a caller's own timeout is honoured
 BLOCKED_WAIT_MS = 10  # between retries of a send waiting for metadata or memory
+TURN_INTERVAL_MS = 1  # while answers are awaited, send() reads them at least this often
 CLOSE_DRAIN_S = 1.0  # how long close() reads a broker's last bytes after sending FIN
 WRITER_POLL_S = 0.1  # how often a full queue's writer is checked for having died
-WRITER_QUEUE_MAX = 8  # requests queued for one socket: max.in.flight (5) and a few acks=0 ones
+WRITER_QUEUE_MAX = 8  # unwritten requests for one socket: max.in.flight (5) and a few acks=0 ones
 
 
 class _Writer:
     """Writes one connection's requests, in order, on a thread of its own.
 
-    The only thread in the producer, and it touches nothing but one socket and its queue:
+    The only thread in the producer, and it touches nothing but one socket and its queues:
     copying a 1 MB request into the kernel takes a millisecond or more, and the thread releases
     the GIL while it does, so ``send`` goes on batching meanwhile -- the reason Kafka gives the
     network its own (Sender) thread. Reading stays on the caller's thread (a socket is
-    full-duplex: one thread may write while another reads)."""
+    full-duplex: one thread may write while another reads).
+
+    Both queues are ``SimpleQueue``, whose ``put`` and ``get`` run in C: with ``queue.Queue``
+    (a Python condition variable) each hand-over made the two threads trade the GIL several
+    times, and on a busy machine every trade waits for the scheduler."""
 
     def __init__(self, sock: socket.socket, name: str) -> None:
         self.sock = sock
-        # Bounded: when the broker reads slower than we produce, write() waits for the kernel
-        # (acks=0 requests free their buffer.memory as soon as they are queued).
-        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=WRITER_QUEUE_MAX)
+        self.queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        # Bounded by tokens: write() takes one per request and the thread gives it back once
+        # the request is written, so when the broker reads slower than we produce, write()
+        # waits for the kernel (acks=0 requests free their buffer.memory as soon as queued).
+        self.slots: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(WRITER_QUEUE_MAX):
+            self.slots.put(None)
         self.error: OSError | None = None
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
-    def write(self, data: bytes | None) -> None:
-        """Queue ``data`` (None: stop after what is queued); waits while the queue is full, and
-        gives up once the writer has died."""
+    def write(self, data: bytes) -> None:
+        """Queue ``data``; waits while ``WRITER_QUEUE_MAX`` requests are unwritten, and gives up
+        once the writer has died."""
         while self.error is None:
             try:
-                self.queue.put(data, timeout=WRITER_POLL_S)
-                return
-            except queue.Full:
+                self.slots.get(timeout=WRITER_POLL_S)
+            except queue.Empty:
                 continue
+            self.queue.put(data)
+            return
 
     def stop(self) -> None:
-        self.write(None)
+        """Stop after the requests already queued."""
+        self.queue.put(None)
 
     def _run(self) -> None:
         while (data := self.queue.get()) is not None:
@@ -100,6 +112,7 @@ class _Writer:
             except OSError as error:
                 self.error = error
                 return
+            self.slots.put(None)
 
 
 def _close_gracefully(connection: BrokerConnection) -> None:
@@ -140,17 +153,17 @@ class KafkaProducer:
                              value_serializer=value_serializer, interceptors=interceptors, driver=self._run_until)
         parse_bootstrap(self.config.bootstrap_servers)  # a malformed list fails here, not at first send
         self.links: dict[int, _Link] = {}
-        self._last_turn_ms = -1
+        self._next_turn_ms = 0  # when send() must next run a turn of the loop, at the latest
 
     # --- the application's side ---------------------------------------------------------------
 
     def send(self, record: ProducerRecord, callback: Callback | None = None) -> FutureRecordMetadata:
-        now = self._now()
+        now = self.clock.milliseconds()
         result = self.core.send(record, now, callback)
         while isinstance(result, PendingSend):
             self.run_once(BLOCKED_WAIT_MS)
             result = self.core.resume(result, self._now())
-        if now != self._last_turn_ms:  # at most one turn of the loop per millisecond of sends
+        if now >= self._next_turn_ms or self.core.wakeup_needed:
             self.run_once(0)
         return result
 
@@ -192,11 +205,13 @@ class KafkaProducer:
         return True
 
     def run_once(self, wait_ms: int) -> None:
-        """Send what the core has, wait up to ``wait_ms`` for answers, and hand them over."""
-        now = self._last_turn_ms = self._now()
+        """Send what the core has, wait up to ``wait_ms`` for answers (or for the core's next
+        wake-up, if sooner), and hand them over."""
+        now = self._now()
         for request in self.core.poll(now):
             self._send(request, now)
         wake = self.core.next_wakeup_ms(now)
+        self._schedule_next_turn(now, wake)
         deadlines = [d for link in self.links.values() for _, d in link.waiting]
         for moment in ([] if wake is None else [wake]) + deadlines:
             wait_ms = min(wait_ms, max(0, moment - now))
@@ -207,7 +222,19 @@ class KafkaProducer:
             readable, _, _ = select.select(list(readers), [], [], wait_ms / 1000)
             for sock in readable:
                 self._receive(readers[sock])
+        elif wait_ms > 0:  # nothing to read: sleep until the core's wake-up (a batch's linger.ms)
+            select.select([], [], [], wait_ms / 1000)
         self._expire(self._now())
+
+    def _schedule_next_turn(self, now: int, wake: int | None) -> None:
+        """When :meth:`send` must run the next turn: at the core's wake-up, and at least every
+        ``TURN_INTERVAL_MS`` while answers are awaited -- or sooner, when a batch fills or opens
+        (the core's ``wakeup_needed``, as Kafka's ``send`` wakes its Sender thread). Not after
+        every record: a turn costs tens of microseconds, a record a few."""
+        awaited = any(link.waiting for link in self.links.values())
+        self._next_turn_ms = now + (TURN_INTERVAL_MS if awaited else SELECT_WAIT_MAX_MS)
+        if wake is not None:
+            self._next_turn_ms = max(now + 1, min(self._next_turn_ms, wake))
 
     def _send(self, request: OutboundRequest, now: int) -> None:
         try:

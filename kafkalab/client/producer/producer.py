@@ -116,20 +116,21 @@ class Producer:
         self.key_serializer, self.value_serializer = key_serializer, value_serializer
         self.interceptors = Interceptors(tuple(interceptors))
         self.driver = driver  # how future.get() runs the adapter's I/O
+        self._record_bytes_max = min(config.max_request_size, config.buffer_memory)  # see _refuse_size
+        # A batch filled or opened since the last poll: Kafka's send() wakes the Sender thread then
+        self.wakeup_needed = False
 
     def send(self, record: ProducerRecord, now_ms: int, callback: Callback | None = None
              ) -> FutureRecordMetadata | PendingSend:
         """Intercept, serialize and try to append ``record``; see :meth:`resume` for a pending one."""
-        if self.interceptors.chain:
+        callbacks: tuple[Callback, ...] = () if callback is None else (callback,)
+        if self.interceptors.chain:  # they hear of the outcome before the callback
             record = self.interceptors.on_send(record)
-        future = FutureRecordMetadata(self.driver)
-        if self.interceptors.chain:
-            future.add_callback(self.interceptors.on_acknowledgement)
-        if callback is not None:
-            future.add_callback(callback)
+            callbacks = (self.interceptors.on_acknowledgement, *callbacks)
         key = self.key_serializer(record.topic, record.key)
         value = self.value_serializer(record.topic, record.value)
-        self.metadata.want(record.topic)
+        future = FutureRecordMetadata(self.driver, callbacks, -1 if key is None else len(key),
+                                      -1 if value is None else len(value))
         return self._append(record, key, value, future, now_ms, None)
 
     def resume(self, pending: PendingSend, now_ms: int) -> FutureRecordMetadata | PendingSend:
@@ -141,11 +142,15 @@ class Producer:
                 ) -> FutureRecordMetadata | PendingSend:
         count = self.metadata.partition_count(record.topic)
         if count is None:
+            self.metadata.want(record.topic)
             return self._wait(pending or PendingSend(record, key, value, future, now_ms + self.config.max_block_ms),
                               now_ms, "metadata")
+        sticky = record.partition is None and key is None
+        available = self.metadata.available(record.topic) if sticky else ()
         try:
-            self._check_size(record_size_upper_bound(key, value, record.headers))
-            available = self.metadata.available(record.topic)
+            size = record_size_upper_bound(key, value, record.headers) + BATCH_OVERHEAD_BYTES
+            if size > self._record_bytes_max:
+                self._refuse_size(size)
             partition = self.partitioner.partition(record.topic, key, record.partition, count, available)
         except KafkaError as error:
             future.fail(error)  # as Kafka: an ApiException fails the future, not send()
@@ -156,9 +161,11 @@ class Producer:
         if result.blocked:
             return self._wait(pending or PendingSend(record, key, value, future, now_ms + self.config.max_block_ms),
                               now_ms, "memory")
+        if result.enable_switch:  # the batch is full, or a new one opened behind another
+            self.wakeup_needed = True
         if pending is not None and pending.waiting_for == "memory":
             self.accumulator.blocked_appends -= 1
-        if record.key is None and record.partition is None:
+        if sticky:
             self.partitioner.on_append(record.topic, partition, result.appended_bytes, result.enable_switch,
                                        count, available)
         return future
@@ -178,8 +185,8 @@ class Producer:
         pending.future.fail(error)
         raise error
 
-    def _check_size(self, record_bytes: int) -> None:
-        size = record_bytes + BATCH_OVERHEAD_BYTES  # the smallest batch that can hold it
+    def _refuse_size(self, size: int) -> None:
+        """Raise for a record whose smallest batch (``size`` bytes) no request or buffer can hold."""
         if size > self.config.max_request_size:
             raise RecordTooLargeError(
                 f"The message is {size} bytes when serialized which is larger than {self.config.max_request_size}, "
@@ -192,6 +199,7 @@ class Producer:
     # --- what the adapter calls -----------------------------------------------------------------
 
     def poll(self, now_ms: int) -> list[OutboundRequest]:
+        self.wakeup_needed = False
         return self.sender.poll(now_ms)
 
     def on_response(self, request_id: int, body: Any, now_ms: int) -> None:

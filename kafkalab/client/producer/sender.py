@@ -18,6 +18,16 @@ Each poll, in order:
 An answer completes each batch, or puts it back for a retry (a retriable error, fewer than
 ``retries`` attempts, and ``delivery.timeout.ms`` not yet over), or fails it.
 
+Too large. A batch of several records refused with MESSAGE_TOO_LARGE (the topic's
+``max.message.bytes`` is below what the producer packed) is split into smaller batches that go
+back to the head of the partition's queue, as Kafka's ``Sender.completeBatch`` does; this is
+not counted as a retry. A single record refused so fails its future with
+``RecordTooLargeError`` (Kafka's ``RecordTooLargeException``). Worked example: ``batch.size``
+16384 and ``max.message.bytes`` 4000: a batch of fifteen 1 KiB records (about 15.5 KB) is
+refused and split into parts of at most half its bytes (7 + 7 + 1 records); each part of 7 is
+refused and split again (3 + 3 + 1), and batches of at most 3 records (about 3.2 KB) are
+written, in the records' order.
+
 Ordering. Without idempotence a retried batch simply goes again: with several requests in flight
 the batch behind it may already be written, so the partition ends up out of order. With
 idempotence every batch carries its producer id, epoch and a *base sequence* per partition,
@@ -45,7 +55,7 @@ from kafkalab.client.producer.accumulator import ProducerBatch, RecordAccumulato
 from kafkalab.client.producer.config import ProducerConfig
 from kafkalab.client.producer.errors import DeliveryTimeoutError, ProduceFailedError
 from kafkalab.client.producer.metadata import ClusterMetadata
-from kafkalab.errors import ErrorCode
+from kafkalab.errors import ErrorCode, KafkaError, RecordTooLargeError
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records.header import NO_SEQUENCE, increment_sequence
 
@@ -96,6 +106,7 @@ class Sender:
         self.next_sequence: dict[TopicPartition, int] = {}
         self.epoch_bump_needed = False
         self.failures: list[tuple[ProducerBatch, ErrorCode]] = []  # every failed batch, for the book
+        self.splits = 0  # batches made by splitting refused ones (Kafka's batch-split-rate metric)
         self._ids = itertools.count(1)
         self._metadata_in_flight = False
         self._producer_id_in_flight = False
@@ -280,7 +291,17 @@ class Sender:
                 now_ms: int) -> None:
         if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
             self._complete(batch, base_offset, append_time_ms)
-        elif code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and self._earlier_outstanding(batch):
+        elif code is ErrorCode.MESSAGE_TOO_LARGE and batch.record_count > 1:
+            self.splits += self.accumulator.split_and_reenqueue(batch)  # not counted as a retry
+        elif code is ErrorCode.MESSAGE_TOO_LARGE:
+            self._refuse(batch, RecordTooLargeError(
+                f"The broker refused a record of {batch.size_bytes} bytes (as a batch) for {batch.topic}-"
+                f"{batch.partition}: larger than the max message size it accepts (the topic's "
+                "max.message.bytes)."), code)
+        elif code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and (
+                self._earlier_outstanding(batch) or self.epoch_bump_needed):
+            # an earlier batch is unanswered, or failed and the epoch bump it asked for will give
+            # this one a fresh sequence: either way this batch was not written, so send it again
             self._retry_or_fail(batch, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, now_ms)
         elif code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID):
             self.epoch_bump_needed = True
@@ -293,7 +314,7 @@ class Sender:
                 self.metadata.request_update()
             self._retry_or_fail(batch, code, now_ms)
         else:
-            self._fail(batch, ProduceFailedError.of(batch, code), code)
+            self._refuse(batch, ProduceFailedError.of(batch, code), code)
 
     def _earlier_outstanding(self, batch: ProducerBatch) -> bool:
         """Whether a batch of the same partition with a lower sequence is still unanswered."""
@@ -318,5 +339,13 @@ class Sender:
     def _fail(self, batch: ProducerBatch, error: Exception, code: ErrorCode) -> None:
         self.accumulator.deallocate(batch)
         self.failures.append((batch, code))
-        assert isinstance(error, ProduceFailedError | DeliveryTimeoutError)
+        assert isinstance(error, ProduceFailedError | DeliveryTimeoutError | RecordTooLargeError)
         batch.fail(error)
+
+    def _refuse(self, batch: ProducerBatch, error: KafkaError, code: ErrorCode) -> None:
+        """Fail a batch the broker refused outright. It took none of the batch's sequences, so
+        the batches behind it would leave a gap: as Kafka's ``TransactionManager.handleFailedBatch``,
+        an idempotent producer bumps its epoch, which starts every partition's sequences at 0."""
+        if batch.base_sequence != NO_SEQUENCE:
+            self.epoch_bump_needed = True
+        self._fail(batch, error, code)

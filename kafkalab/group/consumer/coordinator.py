@@ -18,6 +18,10 @@ One heartbeat, as Kafka's ``GroupMetadataManager.consumerGroupHeartbeat`` handle
 6. restart the member's session (``group.consumer.session.timeout.ms``); while it must revoke,
    a rebalance timeout (its ``rebalance_timeout_ms``) runs too, and fences it if it does not.
 
+Steps 2 to 6 are :meth:`ConsumerGroupCoordinator.advance`, which a classic member's JoinGroup
+runs too: a consumer group admits members of the classic protocol, and its first
+consumer-protocol member upgrades a classic group (:mod:`.classic_members`, a rolling upgrade).
+
 Member epoch -1 leaves (-2: a static member leaves for now, keeping its partitions until its
 session ends or it comes back under a new member id). A fenced or departed member's partitions
 are freed at once and the group epoch moves, so the others pick them up on their next heartbeat.
@@ -40,6 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ConfigError, ErrorCode, KafkaError
+from kafkalab.group.consumer import classic_members
 from kafkalab.group.consumer import records as r
 from kafkalab.group.consumer.assignors import DEFAULT_ASSIGNORS, SERVER_ASSIGNORS, MemberSpec
 from kafkalab.group.consumer.group import (
@@ -65,6 +70,8 @@ if TYPE_CHECKING:
 E = ErrorCode
 TopicLookup = Callable[[str], TopicMetadata | None]  # topic name -> (topic id, partition count)
 OFFSET_COMMIT_MEMBER_EPOCH_VERSION = 9  # OffsetCommit v9+ carries the member epoch (KIP-848)
+# group.consumer.migration.policy: which online conversions between the protocols are allowed
+MIGRATION_POLICIES = frozenset({"disabled", "upgrade", "downgrade", "bidirectional"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +83,21 @@ class ConsumerGroupSettings:
     assignors: tuple[str, ...] = DEFAULT_ASSIGNORS  # group.consumer.assignors; the first is the default
     max_size: int = 2**31 - 1  # group.consumer.max.size
     offsets_partitions: int = 50  # offsets.topic.num.partitions
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy (Kafka 4.0's default)
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.assignors if name not in SERVER_ASSIGNORS]
         if unknown or not self.assignors:
             raise ConfigError(f"group.consumer.assignors {list(self.assignors)}: must name some of "
                               f"{sorted(SERVER_ASSIGNORS)}")
+        if self.migration_policy not in MIGRATION_POLICIES:
+            raise ConfigError(f"group.consumer.migration.policy {self.migration_policy!r}: must be one of "
+                              f"{sorted(MIGRATION_POLICIES)}")
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """May a classic group become a consumer group when a consumer-protocol member joins?"""
+        return self.migration_policy in ("upgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,23 +197,9 @@ class ConsumerGroupCoordinator:
                              f"Supported assignors: {', '.join(self.settings.assignors)}.")
 
     def _heartbeat(self, request: Heartbeat) -> HeartbeatResult:
-        records: list[KeyValue] = []
         group = self._group_for(request.group_id, create=request.member_epoch == JOIN_GROUP_MEMBER_EPOCH)
         member = self._member_for(group, request)
-        updated = _with_request(member, request)
-        group_epoch = self._maybe_bump_epoch(group, member, updated, records)
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target(group, group_epoch, updated, records).get(updated.member_id, {})
-            target_epoch = group_epoch
-        else:
-            target = group.target.get(updated.member_id, {})
-            target_epoch = group.assignment_epoch
-        reconciled = reconcile(updated, target_epoch, target, group.partition_epoch, request.owned)
-        if _assignment_state(reconciled) != _assignment_state(updated):
-            records.append(r.current_assignment_record(group.group_id, reconciled))
-            self._arm_rebalance_timeout(group.group_id, reconciled)
-        self._write(group.group_id, records)
-        self._start_session(group.group_id, reconciled.member_id)
+        reconciled = self.advance(group, member, _with_request(member, request), request.owned, [])
         full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
             request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
             and request.owned is not None)
@@ -206,14 +208,38 @@ class ConsumerGroupCoordinator:
                                self.settings.heartbeat_interval_ms,
                                dict(reconciled.assigned) if full or changed else None)
 
+    def advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                owned: Assignment | None, records: list[KeyValue]) -> ConsumerGroupMember:
+        """Steps 2 to 6 for one member's request (a heartbeat, or a classic member's JoinGroup):
+        ``updated`` is ``member`` with what the request changed; the member after it."""
+        group_epoch = self._maybe_bump_epoch(group, member, updated, records)
+        if group_epoch > group.assignment_epoch:
+            target = self._update_target(group, group_epoch, updated, records).get(updated.member_id, {})
+            target_epoch = group_epoch
+        else:
+            target = group.target.get(updated.member_id, {})
+            target_epoch = group.assignment_epoch
+        reconciled = reconcile(updated, target_epoch, target, group.partition_epoch, owned)
+        if _assignment_state(reconciled) != _assignment_state(updated):
+            records.append(r.current_assignment_record(group.group_id, reconciled))
+            self._arm_rebalance_timeout(group.group_id, reconciled)
+        self.write(group.group_id, records)
+        self.start_session(group.group_id, reconciled.member_id)
+        return reconciled
+
     def _group_for(self, group_id: str, *, create: bool) -> ConsumerGroup:
         """Kafka's ``getOrMaybeCreateConsumerGroup``: a classic group with members holds the id."""
         group = self.groups.get(group_id)
         if group is not None:
             return group
         classic = None if self.classic is None else self.classic.describe_group(group_id)
-        if classic is not None and (not create or classic.members):
+        if classic is not None and not create:
             raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if classic is not None and classic.members:
+            try:
+                return classic_members.upgrade(self, classic)  # a rolling upgrade's first member
+            except classic_members.UpgradeRefused as error:
+                raise GroupError(E.GROUP_ID_NOT_FOUND, str(error)) from error
         if not create:
             raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if classic is not None and self.classic is not None:
@@ -262,7 +288,7 @@ class ConsumerGroupCoordinator:
         target = group.target.get(old.member_id, {})
         new = dataclasses.replace(old, member_id=new_id, member_epoch=old.previous_member_epoch)
         self._cancel(("session", group.group_id, old.member_id))
-        self._write(group.group_id, [
+        self.write(group.group_id, [
             *_member_tombstones(group.group_id, old.member_id),
             r.member_metadata_record(group.group_id, new),
             r.target_assignment_member_record(group.group_id, new_id, target),
@@ -339,7 +365,7 @@ class ConsumerGroupCoordinator:
             # It means to come back: keep its partitions (not those it was revoking, as Kafka),
             # and let its session decide.
             left = dataclasses.replace(member.with_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH), pending_revocation={})
-            self._write(group.group_id, [r.current_assignment_record(group.group_id, left)])
+            self.write(group.group_id, [r.current_assignment_record(group.group_id, left)])
             self._cancel(("rebalance", group.group_id, member.member_id))
         else:
             self.fence(group, member)
@@ -356,7 +382,7 @@ class ConsumerGroupCoordinator:
         records.append(r.group_epoch_record(group.group_id, group.group_epoch + 1))
         self._cancel(("session", group.group_id, member.member_id))
         self._cancel(("rebalance", group.group_id, member.member_id))
-        self._write(group.group_id, records)
+        self.write(group.group_id, records)
 
     def _fence_on_timeout(self, group_id: str, member_id: str, member_epoch: int | None) -> None:
         """A session or rebalance timeout ran out; a rebalance timeout only fences a member
@@ -369,9 +395,14 @@ class ConsumerGroupCoordinator:
             return
         self.fence(group, member)
 
-    def _start_session(self, group_id: str, member_id: str) -> None:
-        """(Re)start the member's session: it is fenced unless it heartbeats within the timeout."""
-        self._schedule(("session", group_id, member_id), self.settings.session_timeout_ms,
+    def start_session(self, group_id: str, member_id: str) -> None:
+        """(Re)start the member's session: it is fenced unless it heartbeats within the timeout
+        (``group.consumer.session.timeout.ms``; a classic member's own, from its JoinGroup)."""
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        classic = None if member is None else member.classic
+        timeout_ms = self.settings.session_timeout_ms if classic is None else classic.session_timeout_ms
+        self._schedule(("session", group_id, member_id), timeout_ms,
                        lambda: self._fence_on_timeout(group_id, member_id, None))
 
     def _arm_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
@@ -403,7 +434,7 @@ class ConsumerGroupCoordinator:
         if operation is not None:
             operation.force_complete()
 
-    def _write(self, group_id: str, records: Sequence[KeyValue]) -> None:
+    def write(self, group_id: str, records: Sequence[KeyValue]) -> None:
         """Append, then apply: the log is written before memory changes, as Kafka's coordinator
         runtime does (there, memory is rolled back if the append fails)."""
         if not records:
@@ -420,7 +451,7 @@ class ConsumerGroupCoordinator:
         """Every loaded member gets a fresh session; a revoking one its rebalance timeout."""
         for group in self.groups.values():
             for member in group.members.values():
-                self._start_session(group.group_id, member.member_id)
+                self.start_session(group.group_id, member.member_id)
                 self._arm_rebalance_timeout(group.group_id, member)
 
     # --- offsets, listing, describing, deleting -------------------------------------------
@@ -433,6 +464,8 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
+        if member.classic is not None:  # its generation is its member epoch, at any version
+            return E.NONE if member_epoch == member.member_epoch else E.ILLEGAL_GENERATION
         if api_version < OFFSET_COMMIT_MEMBER_EPOCH_VERSION:
             return E.UNSUPPORTED_VERSION
         return E.NONE if member_epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
@@ -461,7 +494,7 @@ class ConsumerGroupCoordinator:
         if group.members:
             return E.NON_EMPTY_GROUP
         records = [r.tombstone(6, group.group_id), r.tombstone(4, group.group_id), r.tombstone(3, group.group_id)]
-        self._write(group.group_id, records)
+        self.write(group.group_id, records)
         return E.NONE
 
     def is_empty(self, group_id: str) -> bool:

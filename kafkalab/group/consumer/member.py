@@ -101,6 +101,15 @@ class FencedMemberEpoch(KafkaError):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member speaking the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside a
+    consumer group brought: its session timeout and its (protocol name, metadata) list."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     """One member, as Kafka's immutable ``ConsumerGroupMember``: updates make a new value."""
 
@@ -117,6 +126,7 @@ class ConsumerGroupMember:
     previous_member_epoch: int = -1
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set for a classic-protocol member
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch
@@ -208,5 +218,5 @@ def next_assignment(member: ConsumerGroupMember, epoch: int, target_epoch: int, 
                                pending_revocation=pending)
 
 
-__all__ = ["ConsumerGroupMember", "FencedMemberEpoch", "MemberState", "ON_HEARTBEAT", "Outcome",
+__all__ = ["ClassicMemberMetadata", "ConsumerGroupMember", "FencedMemberEpoch", "MemberState", "ON_HEARTBEAT", "Outcome",
            "TRANSITIONS", "next_assignment", "reconcile"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.errors import CorruptRecordError
-from kafkalab.group.consumer.member import ConsumerGroupMember
+from kafkalab.group.consumer.member import ClassicMemberMetadata, ConsumerGroupMember
 from kafkalab.group.records import framed, record_type as record_type_of
 from kafkalab.protocol.schema import Field, Message, f, message
 
@@ -159,7 +159,15 @@ def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> KeyVal
         5, instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=member.subscribed_topic_names,
         subscribed_topic_regex=None, rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor, classic_member_metadata=None)
+        server_assignor=member.server_assignor, classic_member_metadata=_classic_metadata(member.classic))
+
+
+def _classic_metadata(classic: ClassicMemberMetadata | None) -> Any:
+    if classic is None:
+        return None
+    cls = CONSUMER_GROUP_VALUES[5].cls.ClassicMemberMetadata
+    return cls(session_timeout_ms=classic.session_timeout_ms, supported_protocols=tuple(
+        cls.ClassicProtocol(name=name, metadata=metadata) for name, metadata in classic.protocols))
 
 
 def current_assignment_record(group_id: str, member: ConsumerGroupMember) -> KeyValue:

@@ -32,7 +32,7 @@ import dataclasses
 from typing import Any
 
 from kafkalab.group.consumer.group import LEAVE_GROUP_MEMBER_EPOCH, ConsumerGroup
-from kafkalab.group.consumer.member import ConsumerGroupMember, MemberState
+from kafkalab.group.consumer.member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
 from kafkalab.group.consumer.records import DecodedRecord, from_topic_partitions
 
 Groups = dict[str, ConsumerGroup]
@@ -78,7 +78,10 @@ def _member_metadata(groups: Groups, record: DecodedRecord) -> None:
     group.put_member(dataclasses.replace(
         _member(group, record.member_id), instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
         client_host=v.client_host, subscribed_topic_names=tuple(v.subscribed_topic_names),
-        rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor))
+        rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor,
+        classic=None if v.classic_member_metadata is None else ClassicMemberMetadata(
+            v.classic_member_metadata.session_timeout_ms,
+            tuple((p.name, bytes(p.metadata)) for p in v.classic_member_metadata.supported_protocols))))
 
 
 def _assignment_epoch(groups: Groups, record: DecodedRecord) -> None:
