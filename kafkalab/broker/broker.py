@@ -57,7 +57,7 @@ from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
 from kafkalab.broker.handlers.txn import TXN_HANDLERS
 from kafkalab.broker.handlers.txn_markers import handle_write_txn_markers
-from kafkalab.broker.txn_channel import InProcessMarkerChannel
+from kafkalab.broker.txn_channel import InProcessMarkerChannel, TxnMarkerChannelManager
 from kafkalab.broker.log_store import LogStore, PartitionLog
 from kafkalab.broker.housekeeping import Housekeeping
 from kafkalab.broker.request import NO_RESPONSE, PENDING, Outgoing, Request
@@ -119,6 +119,7 @@ class Broker:
             "Produce", timer=timer, purge_interval=PRODUCE_PURGE_INTERVAL)
         registration = BrokerRegistration(settings.node_id, BROKER_EPOCH, settings.host, settings.port, settings.rack)
         self.group_partitions: CoordinatorPartitions | None = None  # set once the coordinator exists
+        self.txn_partitions: CoordinatorPartitions | None = None  # likewise, for __transaction_state
         self.lone = controller is None
         self._clock_ms = clock_ms
         self.replica_manager = ReplicaManager(
@@ -163,6 +164,13 @@ class Broker:
         self._outbox: list[Outgoing] = []
         self.errors_seen: list[str] = []  # the last few closing reasons, for the adapter to log
         self.log_dir_failures = LogDirFailureChannel(log_store.log_dirs)
+        # Last: loading a partition may resend markers, which append through the whole broker.
+        self.txn_partitions = CoordinatorPartitions(TRANSACTION_STATE_TOPIC, self._load_transactions,
+                                                    self._unload_transactions)
+        self.txn_partitions.follow([(TRANSACTION_STATE_TOPIC, hosted.partition.partition)
+                                    for hosted in self.replica_manager
+                                    if hosted.partition.topic == TRANSACTION_STATE_TOPIC
+                                    and hosted.partition.is_leader], ())
 
     # --- the adapter's interface --------------------------------------------------------------
 
@@ -282,7 +290,8 @@ class Broker:
     # --- helpers -------------------------------------------------------------------------------
 
     def _transaction_coordinator(self, clock_ms: Callable[[], int]) -> TransactionCoordinator:
-        """The transaction coordinator over ``__transaction_state``, sending markers in process."""
+        """The transaction coordinator over ``__transaction_state``. A lone broker appends its
+        markers in process; a cluster's sends WriteTxnMarkers to the partition leaders."""
         node = str(self.settings.node_id)
         txn_settings = TxnSettings(
             state_partitions=_broker_int(self.config_store, node, "transaction.state.log.num.partitions"),
@@ -292,18 +301,11 @@ class Broker:
             self, txn_settings.state_partitions, _broker_int(self.config_store, node, "transaction.state.log.segment.bytes"),
             internal_topic_replication_factor(
                 _broker_int(self.config_store, node, "transaction.state.log.replication.factor"), lone_broker=self.lone),
-            topic=TRANSACTION_STATE_TOPIC)
-        return TransactionCoordinator(txn_settings, log, InProcessMarkerChannel(self, clock_ms),
-                                      lambda: producer_id.next_producer_id(self),
-                                      Scheduler(self.timer), clock_ms, owns_partition=self._leads_transaction_state)
-
-    def _leads_transaction_state(self, partition: int) -> bool:
-        """True if this broker leads ``__transaction_state`` partition ``partition`` -- or the
-        topic does not exist yet (the coordinator's first write creates it, here)."""
-        if self.controller.image.partition(TRANSACTION_STATE_TOPIC, partition) is None:
-            return True
-        hosted = self.topics.partition(TRANSACTION_STATE_TOPIC, partition)
-        return hosted is not None and hosted.partition.is_leader
+            txn_settings.request_timeout_ms, topic=TRANSACTION_STATE_TOPIC)
+        self.txn_markers = None if self.lone else TxnMarkerChannelManager(self, clock_ms)
+        channel = InProcessMarkerChannel(self, clock_ms) if self.txn_markers is None else self.txn_markers
+        return TransactionCoordinator(txn_settings, log, channel, lambda: producer_id.next_producer_id(self),
+                                      Scheduler(self.timer), clock_ms, partition_error=self._txn_partition_error)
 
     def _leave_controller(self) -> None:
         """Stop following the controller's images (idempotent)."""
@@ -313,8 +315,9 @@ class Broker:
     def _apply_image(self, image: MetadataImage) -> None:
         """Follow the controller: lead, follow or drop partitions as the new image says."""
         applied = self.replica_manager.apply_image(image, self.timer.now_ms())
-        if self.group_partitions is not None:
-            self.group_partitions.follow(applied.became_leader, (*applied.became_follower, *applied.stopped))
+        for partitions in (self.group_partitions, self.txn_partitions):
+            if partitions is not None:
+                partitions.follow(applied.became_leader, (*applied.became_follower, *applied.stopped))
 
     # --- the group coordinator follows the __consumer_offsets leaders -------------------------
 
@@ -336,6 +339,28 @@ class Broker:
         unload_partition(self.group_coordinator, partition)  # first: failed writes then find no group
         self.offsets_log.abandon(partition)
 
+    # --- the transaction coordinator follows the __transaction_state leaders ------------------
+
+    def _txn_partition_error(self, partition: int) -> int:
+        """NONE if this broker coordinates the transactional ids of ``partition`` now -- or the
+        topic does not exist yet (the coordinator's first write creates it, here)."""
+        assert self.txn_partitions is not None
+        if self.controller.image.partition(TRANSACTION_STATE_TOPIC, partition) is None:
+            return 0
+        return self.txn_partitions.error_for(partition)
+
+    def _load_transactions(self, partition: int) -> None:
+        """Elected for ``partition``: its leader epoch becomes the coordinator epoch."""
+        hosted = self.topics.partition(TRANSACTION_STATE_TOPIC, partition)
+        assert hosted is not None, partition
+        now_ms = self.timer.now_ms() if self._clock_ms is None else self._clock_ms()
+        self.txn_coordinator.load_partition(partition, self.txn_log.replay_partition(partition),
+                                            hosted.partition.leader_epoch, now_ms)
+
+    def _unload_transactions(self, partition: int) -> None:
+        self.txn_coordinator.unload_partition(partition)
+        self.txn_log.abandon(partition)
+
     def _topic_metadata(self, name: str) -> tuple[uuid.UUID, int] | None:
         """(topic id, partition count) for the consumer group coordinator's assignors."""
         topic = self.topics.get(name)
@@ -345,8 +370,12 @@ class Broker:
         """Kafka's ``tryCompleteDelayedRequests``: a moved HW may complete acks=all produces and
         fetches waiting for bytes that are now committed."""
         key = (topic, partition)
-        if topic == OFFSETS_TOPIC:
+        # The coordinators' logs exist once their partitions are followed; a HW that moves while
+        # the broker registers (before that) has no coordinator write waiting on it.
+        if topic == OFFSETS_TOPIC and self.group_partitions is not None:
             self.offsets_log.high_watermark_moved(partition)
+        elif topic == TRANSACTION_STATE_TOPIC and self.txn_partitions is not None:
+            self.txn_log.high_watermark_moved(partition)
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from kafkalab.broker.handlers.fetch import on_partition_appended
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.log import KeyValue
 from kafkalab.group.partitioner import OFFSETS_TOPIC
@@ -81,6 +82,7 @@ class BrokerCoordinatorLog:
         except KafkaError as error:
             self.broker.on_storage_error(error)  # a failed disk goes offline even if the caller copes
             raise
+        on_partition_appended(self.broker, self.topic, partition)  # followers parked on it fetch now
         return info.first_offset
 
     def when_committed(self, partition: int, offset: int, callback: Callable[[int], None]) -> None:
@@ -122,12 +124,17 @@ class BrokerCoordinatorLog:
         if self.broker.topics.get(self.topic) is None:
             return
         for partition in range(self.partition_count):
-            yield from self.replay_partition(partition)
+            yield from self._replay_partition(partition)
 
     def replay_partition(self, partition: int) -> Iterator[tuple[int, bytes, bytes | None]]:
         """Every record of one partition up to its log end (a new leader's whole log becomes
         committed as its followers catch up, so the coordinator loads all of it), transactional
-        records held back until their marker; those still open go to :meth:`open_transactions`."""
+        records held back until their marker; those still open go to :meth:`open_transactions`,
+        which then holds this partition's only -- an earlier load's may have been decided since."""
+        self._open = {}
+        yield from self._replay_partition(partition)
+
+    def _replay_partition(self, partition: int) -> Iterator[tuple[int, bytes, bytes | None]]:
         log = self.broker.topics.log(self.topic, partition)
         if log is None:
             return

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalab.protocol.header import RequestHeader
 from kafkalab.protocol.types import Part
@@ -38,3 +39,15 @@ class Request:
     header: RequestHeader
     body: Any
     now_ms: int
+
+
+Result = TypeVar("Result")
+Respond = Callable[[int, int, int, int, Any], None]  # Broker.respond(connection, api, version, correlation, body)
+
+
+def answer_later(respond: Respond, request: Request, build: Callable[[Result], Any]) -> Callable[[Result], None]:
+    """A callback that answers ``request`` with ``build(result)``: for a handler that returns
+    PENDING because a component answers once its log write is committed."""
+    header = request.header
+    return lambda result: respond(request.connection_id, header.api_key, header.api_version, header.correlation_id,
+                                  build(result))

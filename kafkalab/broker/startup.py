@@ -79,7 +79,6 @@ def open_broker(
     broker.housekeeping.tasks["delete-expired-group-metadata"] = PeriodicTask(
         scheduler, "delete-expired-group-metadata", expiry_ms,
         lambda: coordinator.expire_offsets(clock.milliseconds()), broker.housekeeping.errors)
-    broker.txn_coordinator.load(clock.milliseconds())
     txn_expiry_ms = broker_value(config_store.layers(), str(settings.node_id),
                                  "transactions.remove.expired.transaction.cleanup.interval.ms")
     assert isinstance(txn_expiry_ms, int)

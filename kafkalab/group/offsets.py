@@ -151,11 +151,15 @@ class OffsetStore:
         return answered[0] if respond is None else None
 
     def txn_commit(self, group_id: str, producer: tuple[int, int], generation_id: int, member_id: str,
-                   instance_id: str | None, commits: Sequence[OffsetCommit], now_ms: int) -> list[int]:
-        """TxnOffsetCommit: one error code per commit; accepted offsets wait for the marker."""
+                   instance_id: str | None, commits: Sequence[OffsetCommit], now_ms: int,
+                   respond: Callable[[list[int]], None] | None = None) -> list[int] | None:
+        """TxnOffsetCommit: one error code per commit, answered as :meth:`commit` is, once the
+        append is committed (acks=all, as Kafka's ``storeOffsets``); accepted offsets then wait
+        for the transaction's marker."""
         coordinator = self.coordinator
         coordinator.now_ms = now_ms
-        error = self._check_txn_commit(group_id, generation_id, member_id, instance_id, now_ms)
+        error = coordinator.coordinator_error(group_id) or self._check_txn_commit(
+            group_id, generation_id, member_id, instance_id, now_ms)
         if error:
             return [error] * len(commits)
         limit = coordinator.settings.offset_metadata_max_bytes
@@ -172,10 +176,29 @@ class OffsetStore:
                             offset_commit_value(_record(value))))
             accepted.append(((commit.topic, commit.partition), value))
             results.append(E.NONE)
-        if records:
-            coordinator.log.append(coordinator.partition_of(group_id), records, now_ms, producer=producer)
-            self.pending.setdefault(producer[0], {}).setdefault(group_id, {}).update(accepted)
-        return results
+        if not records:
+            return results
+        partition = coordinator.partition_of(group_id)
+        last_offset = coordinator.log.append(partition, records, now_ms, producer=producer) + len(records) - 1
+        pending = self.pending.setdefault(producer[0], {}).setdefault(group_id, {})
+        pending.update(accepted)
+        answered: list[list[int]] = []
+
+        def committed(log_error: int) -> None:
+            if log_error:  # Kafka's failed pending commit: the marker will not make it visible
+                for tp, value in accepted:
+                    if pending.get(tp) is value:
+                        del pending[tp]
+            final = [log_error if log_error and code == E.NONE else code for code in results]
+            if respond is None:
+                answered.append(final)
+            else:
+                respond(final)
+
+        coordinator.log.when_committed(partition, last_offset, committed)
+        if respond is None:
+            assert answered, "without a respond callback the log must commit at once"
+        return answered[0] if respond is None else None
 
     def _check_txn_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                           now_ms: int) -> int:

@@ -17,6 +17,7 @@ The loop, per step::
     deliver every message due at t:  request  -> broker.handle -> responses onto the network
                                      response -> the follower's fetcher, or the client's future
     every follower with no fetch in flight to a leader sends its next Fetch
+    every transaction coordinator sends its queued WriteTxnMarkers to the partition leaders
     ISR changes the leaders proposed go to the controller; its new image reaches every broker
 
 The controller is the cluster's :class:`~kafkalab.controller.local.LocalController`, called in
@@ -45,6 +46,7 @@ from kafkalab.broker.broker import Broker
 from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker
+from kafkalab.broker.txn_channel import WRITE_TXN_MARKERS_VERSION
 from kafkalab.broker.txn_verification import VERIFY_VERSION
 from kafkalab.client.consumer import ConsumerCore, RebalanceEvent, Request
 from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
@@ -321,6 +323,7 @@ class SimCluster:
             for client in self._clients:
                 client.on_tick(self.clock.milliseconds())
             self._send_fetches()
+            self._send_txn_markers()
             self._poll_members()
             if done():
                 return True
@@ -446,6 +449,17 @@ class SimCluster:
                 self._send(node.node_id, leader_id, ApiKey.FETCH, FETCH_VERSION, body,
                            self._fetch_answered(node, leader_id),
                            on_timeout=functools.partial(node.fetching_from.discard, leader_id))
+
+    def _send_txn_markers(self) -> None:
+        """Each transaction coordinator's queued WriteTxnMarkers go to the partition leaders."""
+        for node in self._alive():
+            channel = node.broker.txn_markers
+            if channel is None:
+                continue  # a lone broker appends its markers in process
+            for batch in channel.take_requests():
+                self._send(node.node_id, batch.destination, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
+                           batch.body, functools.partial(channel.on_response, batch.request_id),
+                           on_timeout=functools.partial(channel.on_failure, batch.request_id))
 
     def _fetch_answered(self, node: SimNode, leader_id: int) -> Callable[[Any], None]:
         def on_response(response: Any) -> None:

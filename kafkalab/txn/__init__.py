@@ -2,7 +2,8 @@
 
 * :mod:`.state` -- Kafka's eight transaction states and the table of what each request does.
 * :mod:`.metadata` -- one transactional id's producer and transaction, and the epoch rules.
-* :mod:`.coordinator` -- InitProducerId, AddPartitionsToTxn, EndTxn, timeouts, load, expiry.
+* :mod:`.coordinator` -- InitProducerId, AddPartitionsToTxn, EndTxn, timeouts, expiry, and the
+  load and unload of a ``__transaction_state`` partition as its leadership comes and goes.
 * :mod:`.markers` -- the seam through which COMMIT/ABORT markers reach partition leaders.
 * :mod:`.records` -- the ``__transaction_state`` key and value schemas, written and replayed.
 

@@ -1,4 +1,4 @@
-"""The transaction coordinator: InitProducerId, AddPartitionsToTxn, EndTxn, timeouts, markers.
+"""The transaction coordinator: InitProducerId, AddPartitionsToTxn, EndTxn, timeouts, markers, leadership.
 
 Theory of operation
 -------------------
@@ -11,17 +11,31 @@ One committed transaction, as Kafka's ``TransactionCoordinator`` runs it::
     markers sent through the MarkerChannel; orders-0 answers NONE
                                        -> CompleteCommit                        (record written)
 
-Every change is written to ``__transaction_state`` first and applied in memory after, so a
-coordinator that loads the log (:meth:`TransactionCoordinator.load`) rebuilds the same state; a
-transaction it finds in PrepareCommit or PrepareAbort gets its markers sent again, exactly as
-Kafka's ``loadTransactionsForTxnTopicPartition`` does. The state table
-(:mod:`kafkalab.txn.state`) decides each request; the checks before it follow Kafka: an unknown
-transactional id or another producer id is INVALID_PRODUCER_ID_MAPPING, an older epoch
-PRODUCER_FENCED.
+Every change is written to ``__transaction_state`` first and applied in memory only once the
+partition's ISR has it (acks=all, :meth:`~kafkalab.group.log.CoordinatorLog.when_committed`),
+so a coordinator that loads the log rebuilds the same state, and nothing a client was told can
+be lost with the leader. While a record is on its way the id answers CONCURRENT_TRANSACTIONS.
+The state table (:mod:`kafkalab.txn.state`) decides each request; the checks before it follow
+Kafka: an unknown transactional id or another producer id is INVALID_PRODUCER_ID_MAPPING, an
+older epoch PRODUCER_FENCED.
 
-The coordinator of an id is the leader of its ``__transaction_state`` partition
-(:func:`partition_for`); requests for ids of partitions another broker leads are answered
-NOT_COORDINATOR, and the client asks FindCoordinator again.
+*Leadership.* The coordinator of an id is the leader of its ``__transaction_state`` partition
+(:func:`partition_for`), followed through the broker's
+:class:`~kafkalab.broker.coordinator_partitions.CoordinatorPartitions`, as the group coordinator
+follows ``__consumer_offsets``. Elected, it replays the partition
+(:meth:`TransactionCoordinator.load_partition`, Kafka's ``loadTransactionsForTxnTopicPartition``):
+a transaction found in PrepareCommit or PrepareAbort gets its markers sent again, an Ongoing one
+its timeout re-armed. The partition's leader epoch becomes its *coordinator epoch*, carried in
+every marker; a partition refuses markers of an older coordinator epoch than the last it
+wrote (TRANSACTION_COORDINATOR_FENCED), so a deposed coordinator cannot end a transaction
+its successor already ended. Resigning, it forgets the partition's ids
+(:meth:`~TransactionCoordinator.unload_partition`); a write or marker answer that arrives
+after is ignored, and requests get NOT_COORDINATOR, so the client looks the coordinator up again.
+
+Worked example (three brokers): ``__transaction_state-7`` is led by broker 1 at leader epoch 0.
+EndTxn(commit) is answered once brokers 2 and 3 have the PrepareCommit record; broker 1 dies
+before any marker. The controller makes broker 2 leader at epoch 1; broker 2 loads partition 7,
+finds PrepareCommit and sends the COMMIT markers with coordinator epoch 1.
 
 *Fencing.* An InitProducerId that finds a transaction Ongoing (a new instance of the producer
 took over) bumps the epoch and aborts that transaction first, answering CONCURRENT_TRANSACTIONS;
@@ -38,6 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, overload
 
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.log import CoordinatorLog
@@ -80,6 +95,8 @@ class TxnSettings:
     max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
     transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
     marker_retry_backoff_ms: int = 100  # retry.backoff.ms of Kafka's marker channel
+    request_timeout_ms: int = 30_000  # how long a write may wait for the ISR (Kafka's request.timeout.ms default)
+    abort_retry_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,59 +113,97 @@ def partition_for(transactional_id: str, partition_count: int) -> int:
 
 
 class TransactionCoordinator:
-    """Every transactional id this node coordinates. Not thread-safe; owned by one broker."""
+    """Every transactional id this node coordinates. Not thread-safe; owned by one broker.
+
+    Each request method answers through ``respond`` once its ``__transaction_state`` record is
+    committed (acks=all), or returns the answer when no ``respond`` is given -- then the log
+    must commit at once, as a lone broker's and :class:`~kafkalab.group.log.MemoryCoordinatorLog`
+    do.
+    """
 
     def __init__(self, settings: TxnSettings, log: CoordinatorLog, channel: MarkerChannel,
                  allocate_producer_id: Callable[[], int], scheduler: Scheduler,
                  clock_ms: Callable[[], int], coordinator_epoch: int = 0,
-                 owns_partition: Callable[[int], bool] = lambda partition: True) -> None:
+                 partition_error: Callable[[int], int] = lambda partition: E.NONE) -> None:
         self.settings = settings
         self.log = log
         self.channel = channel
         self.allocate_producer_id = allocate_producer_id
         self.scheduler = scheduler
         self.clock_ms = clock_ms  # wall-clock ms for the timestamps a timer event writes
-        self.coordinator_epoch = coordinator_epoch
-        # Does this node lead that __transaction_state partition? Ids of other partitions are
-        # answered NOT_COORDINATOR, so the client looks its coordinator up again.
-        self.owns_partition = owns_partition
+        # The coordinator epoch of each loaded __transaction_state partition: its leader epoch
+        # when this broker was elected (Kafka's TxnMetadataCacheEntry.coordinatorEpoch). Markers
+        # carry it, so a partition refuses those of a coordinator that has since been replaced.
+        self.coordinator_epoch = coordinator_epoch  # for partitions loaded by :meth:`load`
+        self.coordinator_epochs: dict[int, int] = {}
+        # NONE if this node coordinates that __transaction_state partition's ids now; else
+        # NOT_COORDINATOR (the client looks its coordinator up again) or
+        # COORDINATOR_LOAD_IN_PROGRESS.
+        self.partition_error = partition_error
         self.transactions: dict[str, TransactionMetadata] = {}
         self._timeouts: dict[str, ScheduledTask] = {}
 
     def partition_of(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.settings.state_partitions)
 
-    def _not_mine(self, transactional_id: str) -> bool:
-        return not self.owns_partition(self.partition_of(transactional_id))
+    def epoch_of(self, partition: int) -> int:
+        """The coordinator epoch of ``partition`` (see :attr:`coordinator_epochs`)."""
+        return self.coordinator_epochs.get(partition, self.coordinator_epoch)
+
+    def _ownership_error(self, transactional_id: str) -> int:
+        return self.partition_error(self.partition_of(transactional_id))
+
+    def _current(self, metadata: TransactionMetadata, coordinator_epoch: int | None = None) -> bool:
+        """Is ``metadata`` still this coordinator's: not unloaded (which drops it) nor reloaded
+        (which replaces it) since, and its partition at ``coordinator_epoch`` if one is given?"""
+        partition = self.partition_of(metadata.transactional_id)
+        return (self.transactions.get(metadata.transactional_id) is metadata
+                and (coordinator_epoch is None or self.epoch_of(partition) == coordinator_epoch))
 
     # --- InitProducerId -------------------------------------------------------------------
 
+    @overload
     def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None,
-                         now_ms: int) -> InitProducerIdResult:
+                         now_ms: int) -> InitProducerIdResult: ...
+
+    @overload
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None,
+                         now_ms: int, respond: Callable[[InitProducerIdResult], None]) -> None: ...
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None,
+                         now_ms: int, respond: Callable[[InitProducerIdResult], None] | None = None
+                         ) -> InitProducerIdResult | None:
         """A new producer id or a bumped epoch; ``expected`` is KIP-360's (producer id, epoch)."""
+        return _answer(lambda done: self._init(transactional_id, timeout_ms, expected, now_ms, done), respond)
+
+    def _init(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None, now_ms: int,
+              done: Callable[[InitProducerIdResult], None]) -> None:
         if not transactional_id:
-            return InitProducerIdResult(E.INVALID_REQUEST)
+            return done(InitProducerIdResult(E.INVALID_REQUEST))
         if not 0 < timeout_ms <= self.settings.max_timeout_ms:
-            return InitProducerIdResult(E.INVALID_TRANSACTION_TIMEOUT)
-        if self._not_mine(transactional_id):
-            return InitProducerIdResult(E.NOT_COORDINATOR)
+            return done(InitProducerIdResult(E.INVALID_TRANSACTION_TIMEOUT))
+        error = self._ownership_error(transactional_id)
+        if error:
+            return done(InitProducerIdResult(error))
         metadata = self.transactions.get(transactional_id)
         if metadata is None:
             metadata = TransactionMetadata(transactional_id, self.allocate_producer_id(), timeout_ms=timeout_ms,
                                            last_update_ms=now_ms)
             self.transactions[transactional_id] = metadata
+        if metadata.pending_write:
+            return done(InitProducerIdResult(E.CONCURRENT_TRANSACTIONS))
         if expected is not None and not valid_producer_id(metadata, *expected):
-            return InitProducerIdResult(E.PRODUCER_FENCED)
+            return done(InitProducerIdResult(E.PRODUCER_FENCED))
         result = outcome(transactional_id, metadata.state, TxnEvent.INIT_PRODUCER_ID)
         if isinstance(result, ErrorCode):
-            return InitProducerIdResult(result)
+            return done(InitProducerIdResult(result))
         if result is S.PREPARE_EPOCH_FENCE:
-            error = self._fence_and_abort(metadata, now_ms)
-            return InitProducerIdResult(error or E.CONCURRENT_TRANSACTIONS)
-        return self._bump(metadata, timeout_ms, None if expected is None else expected[1], now_ms)
+            return self._fence_and_abort(metadata, now_ms, lambda e: done(
+                InitProducerIdResult(e or E.CONCURRENT_TRANSACTIONS)))
+        return self._bump(metadata, timeout_ms, None if expected is None else expected[1], now_ms, done)
 
     def _bump(self, metadata: TransactionMetadata, timeout_ms: int, expected_epoch: int | None,
-              now_ms: int) -> InitProducerIdResult:
+              now_ms: int, done: Callable[[InitProducerIdResult], None]) -> None:
         previous = metadata.producer_id
         if epoch_exhausted(metadata.producer_epoch) and expected_epoch in (None, metadata.producer_epoch):
             # Kafka's prepareProducerIdRotation: a new producer id, starting again at epoch 0.
@@ -159,36 +214,53 @@ class TransactionCoordinator:
         else:
             epochs = bumped_epochs(metadata, expected_epoch)
             if isinstance(epochs, ErrorCode):
-                return InitProducerIdResult(epochs)
+                return done(InitProducerIdResult(epochs))
             epoch, last_epoch = epochs
             record = metadata.record(S.EMPTY, now_ms, producer_epoch=epoch, timeout_ms=timeout_ms,
                                      partitions=frozenset(), start_ms=-1)
-        error = self._write(metadata, record, now_ms, last_epoch)
-        if error:
-            return InitProducerIdResult(error)
-        return InitProducerIdResult(E.NONE, metadata.producer_id, metadata.producer_epoch)
+
+        def written(error: int) -> None:
+            done(InitProducerIdResult(error) if error else
+                 InitProducerIdResult(E.NONE, metadata.producer_id, metadata.producer_epoch))
+        self._write(metadata, record, now_ms, written, last_epoch)
 
     # --- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------
 
+    @overload
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition], now_ms: int) -> int:
+                       partitions: Iterable[TopicPartition], now_ms: int) -> int: ...
+
+    @overload
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[TopicPartition], now_ms: int, respond: Callable[[int], None]) -> None: ...
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[TopicPartition], now_ms: int,
+                       respond: Callable[[int], None] | None = None) -> int | None:
         """Add ``partitions`` to the producer's transaction, starting one if none is open."""
+        added = set(partitions)
+        return _answer(lambda done: self._add(transactional_id, producer_id, producer_epoch, added, now_ms, done),
+                       respond)
+
+    def _add(self, transactional_id: str, producer_id: int, producer_epoch: int, added: set[TopicPartition],
+             now_ms: int, done: Callable[[int], None]) -> None:
         metadata, error = self._producer(transactional_id, producer_id, producer_epoch)
         if metadata is None:
-            return error
+            return done(error)
         result = outcome(transactional_id, metadata.state, TxnEvent.ADD_PARTITIONS)
         if isinstance(result, ErrorCode):
-            return result
-        added = set(partitions)
+            return done(result)
         if metadata.state is S.ONGOING and added <= metadata.partitions:
-            return E.NONE  # Kafka's shortcut: nothing new to write
+            return done(E.NONE)  # Kafka's shortcut: nothing new to write
         starting = metadata.state is not S.ONGOING
         record = metadata.record(S.ONGOING, now_ms, partitions=frozenset(metadata.partitions | added),
                                  start_ms=now_ms if starting else metadata.start_ms)
-        error = self._write(metadata, record, now_ms)
-        if not error and starting:
-            self._schedule_timeout(metadata)
-        return error
+
+        def written(error: int) -> None:
+            if not error and starting:
+                self._schedule_timeout(metadata)
+            done(error)
+        self._write(metadata, record, now_ms, written)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
@@ -205,76 +277,98 @@ class TransactionCoordinator:
         """The id's metadata if the request's producer id and epoch are its current ones."""
         if not transactional_id:
             return None, E.INVALID_REQUEST
-        if self._not_mine(transactional_id):
-            return None, E.NOT_COORDINATOR
+        error = self._ownership_error(transactional_id)
+        if error:
+            return None, error
         metadata = self.transactions.get(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
             return None, E.INVALID_PRODUCER_ID_MAPPING
         if metadata.producer_epoch != producer_epoch:
             return None, E.PRODUCER_FENCED
+        if metadata.pending_write:
+            return None, E.CONCURRENT_TRANSACTIONS
         return metadata, E.NONE
 
     # --- EndTxn and the markers -----------------------------------------------------------
 
+    @overload
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
-                now_ms: int) -> int:
-        """Decide the transaction; answered once PrepareCommit/PrepareAbort is written, before
+                now_ms: int) -> int: ...
+
+    @overload
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                now_ms: int, respond: Callable[[int], None]) -> None: ...
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                now_ms: int, respond: Callable[[int], None] | None = None) -> int | None:
+        """Decide the transaction; answered once PrepareCommit/PrepareAbort is committed, before
         the markers are (the producer may start its next transaction meanwhile: its
         AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS until they are)."""
-        if not transactional_id:
-            return E.INVALID_REQUEST
-        if self._not_mine(transactional_id):
-            return E.NOT_COORDINATOR
         event = TxnEvent.COMMIT if commit else TxnEvent.ABORT
-        return self._end(transactional_id, producer_id, producer_epoch, event, now_ms, from_client=True)
+
+        def start(done: Callable[[int], None]) -> None:
+            error = E.INVALID_REQUEST if not transactional_id else self._ownership_error(transactional_id)
+            if error:
+                return done(error)
+            self._end(transactional_id, producer_id, producer_epoch, event, now_ms, done, from_client=True)
+        return _answer(start, respond)
 
     def _end(self, transactional_id: str, producer_id: int, producer_epoch: int, event: TxnEvent,
-             now_ms: int, *, from_client: bool) -> int:
+             now_ms: int, done: Callable[[int], None], *, from_client: bool) -> None:
         metadata = self.transactions.get(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return done(E.INVALID_PRODUCER_ID_MAPPING)
         # A client must name the current epoch; the coordinator's own abort after a fence names
         # the bumped one (Kafka's transaction version 0/1 rule).
         if producer_epoch < metadata.producer_epoch or (from_client and producer_epoch != metadata.producer_epoch):
-            return E.PRODUCER_FENCED
+            return done(E.PRODUCER_FENCED)
+        if metadata.pending_write:
+            return done(E.CONCURRENT_TRANSACTIONS)
         result = outcome(transactional_id, metadata.state, event)
         if isinstance(result, ErrorCode):
-            return result
+            return done(result)
         fencing = metadata.state is S.PREPARE_EPOCH_FENCE
         record = metadata.record(result, now_ms, producer_epoch=producer_epoch)
-        error = self._write(metadata, record, now_ms, NO_PRODUCER_EPOCH if fencing else None)
-        if error:
-            if fencing:  # the bumped epoch never reached the log; the next fence reuses it
-                metadata.state, metadata.failed_epoch_fence = S.ONGOING, True
-            return error
-        metadata.failed_epoch_fence = False
-        self._cancel_timeout(transactional_id)
-        self._send_markers(metadata, sorted(metadata.partitions))
-        return E.NONE
 
-    def _fence_and_abort(self, metadata: TransactionMetadata, now_ms: int) -> int:
+        def written(error: int) -> None:
+            if error:
+                if fencing and metadata.state is S.PREPARE_EPOCH_FENCE:
+                    # The bumped epoch is not applied (only committed records are), so the next
+                    # fence bumps from the same epoch again and writes the same one. Kafka bumps
+                    # in memory first and so must remember not to bump twice (hasFailedEpochFence).
+                    metadata.state = S.ONGOING
+                return done(error)
+            self._cancel_timeout(transactional_id)
+            self._send_markers(metadata, sorted(metadata.partitions))
+            done(E.NONE)
+        self._write(metadata, record, now_ms, written, NO_PRODUCER_EPOCH if fencing else None)
+
+    def _fence_and_abort(self, metadata: TransactionMetadata, now_ms: int, done: Callable[[int], None]) -> None:
         """Kafka's ``prepareFenceProducerEpoch`` then an abort with the bumped epoch."""
         metadata.state = next_state(metadata.transactional_id, metadata.state, TxnEvent.FENCE)
-        epoch = metadata.producer_epoch + (0 if metadata.failed_epoch_fence else 1)
-        return self._end(metadata.transactional_id, metadata.producer_id, epoch, TxnEvent.ABORT, now_ms,
-                         from_client=False)
+        self._end(metadata.transactional_id, metadata.producer_id, metadata.producer_epoch + 1, TxnEvent.ABORT, now_ms, done,
+                  from_client=False)
 
     def _send_markers(self, metadata: TransactionMetadata, partitions: Sequence[TopicPartition]) -> None:
+        if not self._current(metadata):
+            return  # unloaded meanwhile: the new coordinator sends them
         if not partitions:
             self._complete(metadata)
             return
         commit = metadata.state is S.PREPARE_COMMIT
-        request = MarkerRequest(metadata.producer_id, metadata.producer_epoch, self.coordinator_epoch, commit,
+        coordinator_epoch = self.epoch_of(self.partition_of(metadata.transactional_id))
+        request = MarkerRequest(metadata.producer_id, metadata.producer_epoch, coordinator_epoch, commit,
                                 tuple(partitions))
-        self.channel.send(request, lambda results: self._on_markers(metadata.transactional_id, request, results))
+        self.channel.send(request, lambda results: self._on_markers(metadata, request, results))
 
-    def _on_markers(self, transactional_id: str, request: MarkerRequest, results: MarkerResults) -> None:
+    def _on_markers(self, metadata: TransactionMetadata, request: MarkerRequest, results: MarkerResults) -> None:
         """Kafka's ``TransactionMarkerRequestCompletionHandler``: drop each partition that has
         its marker, retry the others after a backoff, and complete once none is left."""
-        metadata = self.transactions.get(transactional_id)
-        if metadata is None or metadata.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or \
+        transactional_id = metadata.transactional_id
+        if not self._current(metadata, request.coordinator_epoch) or \
+                metadata.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or \
                 (metadata.producer_id, metadata.producer_epoch) != (request.producer_id, request.producer_epoch):
-            return  # superseded meanwhile (unloaded, or a newer producer epoch)
+            return  # superseded meanwhile (unloaded or reloaded, or a newer producer epoch)
         if any(error in MARKER_SUPERSEDED for error in results.values()):
             return
         retry = sorted(tp for tp, error in results.items() if error not in MARKER_DONE)
@@ -287,11 +381,16 @@ class TransactionCoordinator:
 
     def _complete(self, metadata: TransactionMetadata) -> None:
         """Every marker is written: CompleteCommit or CompleteAbort (retried until written)."""
+        if not self._current(metadata) or metadata.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return
         now_ms = self.clock_ms()
         state = next_state(metadata.transactional_id, metadata.state, TxnEvent.MARKERS_WRITTEN)
-        if self._write(metadata, metadata.record(state, now_ms, partitions=frozenset()), now_ms):
-            self.scheduler.schedule(self.settings.marker_retry_backoff_ms, lambda: self._complete(metadata),
-                                    name=f"txn-complete-{metadata.transactional_id}")
+
+        def written(error: int) -> None:
+            if error:
+                self.scheduler.schedule(self.settings.marker_retry_backoff_ms, lambda: self._complete(metadata),
+                                        name=f"txn-complete-{metadata.transactional_id}")
+        self._write(metadata, metadata.record(state, now_ms, partitions=frozenset()), now_ms, written)
 
     # --- transaction.timeout.ms -----------------------------------------------------------
 
@@ -311,48 +410,93 @@ class TransactionCoordinator:
         """Kafka's ``abortTimedOutTransactions``: fence the producer and abort."""
         self._timeouts.pop(transactional_id, None)
         metadata = self.transactions.get(transactional_id)
-        if metadata is not None and metadata.state is S.ONGOING and metadata.start_ms == start_ms:
-            self._fence_and_abort(metadata, self.clock_ms())
+        if metadata is None or metadata.state is not S.ONGOING or metadata.start_ms != start_ms:
+            return
+        if metadata.pending_write:  # a write is in flight: look again after it
+            self._schedule_timeout(metadata, self.settings.marker_retry_backoff_ms)
+            return
+
+        def aborted(error: int) -> None:
+            # The abort did not reach the log (the ISR was short, say): Kafka's periodic check
+            # finds the transaction again on its next run.
+            if error and self._current(metadata) and metadata.state is S.ONGOING:
+                self._schedule_timeout(metadata, self.settings.abort_retry_ms)
+        self._fence_and_abort(metadata, self.clock_ms(), aborted)
 
     # --- the log --------------------------------------------------------------------------
 
-    def _write(self, metadata: TransactionMetadata, record: TxnRecord, now_ms: int,
-               last_producer_epoch: int | None = None) -> int:
-        """Append ``record`` for ``metadata``'s id, then apply it; the client's error code."""
+    def _write(self, metadata: TransactionMetadata, record: TxnRecord, now_ms: int, done: Callable[[int], None],
+               last_producer_epoch: int | None = None) -> None:
+        """Append ``record`` for ``metadata``'s id; once the ISR has it (acks=all) apply it and
+        call ``done(NONE)``, else ``done`` with the client's error code (Kafka's
+        ``appendTransactionToLog``). Until then the id answers CONCURRENT_TRANSACTIONS."""
+        partition = self.partition_of(metadata.transactional_id)
         key = transaction_log_key(metadata.transactional_id)
         try:
-            self.log.append(self.partition_of(metadata.transactional_id), [(key, transaction_log_value(record))],
-                            now_ms)
+            offset = self.log.append(partition, [(key, transaction_log_value(record))], now_ms)
         except KafkaError as error:
-            return _APPEND_ERRORS.get(ErrorCode(error.error_code), error.error_code)
-        metadata.apply(record, last_producer_epoch)
-        return E.NONE
+            return done(_APPEND_ERRORS.get(ErrorCode(error.error_code), error.error_code))
+        coordinator_epoch = self.epoch_of(partition)
+        metadata.pending_write = True
+
+        def committed(error: int) -> None:
+            metadata.pending_write = False
+            if not error and not self._current(metadata, coordinator_epoch):
+                error = E.NOT_COORDINATOR  # resigned meanwhile: the new coordinator has it
+            if error:
+                return done(_APPEND_ERRORS.get(ErrorCode(error), error))
+            metadata.apply(record, last_producer_epoch)
+            done(E.NONE)
+        self.log.when_committed(partition, offset, committed)
 
     def load(self, now_ms: int) -> int:
-        """Rebuild every transactional id from ``__transaction_state``; finish transactions
-        caught in PrepareCommit/PrepareAbort and re-arm the timeouts of Ongoing ones. Returns
-        the number of records replayed."""
-        count = 0
-        for _partition, key, value in self.log.replay():
+        """Rebuild every transactional id from the whole of ``__transaction_state`` (a lone
+        broker's start); see :meth:`load_partition`. Returns the number of records replayed."""
+        return self._load(self.log.replay(), now_ms)
+
+    def load_partition(self, partition: int, records: Iterable[tuple[int, bytes, bytes | None]],
+                       coordinator_epoch: int, now_ms: int) -> int:
+        """This broker now leads ``partition`` at leader epoch ``coordinator_epoch``: replay its
+        records, finish transactions caught in PrepareCommit/PrepareAbort and re-arm the
+        timeouts of Ongoing ones (Kafka's ``loadTransactionsForTxnTopicPartition``)."""
+        self.coordinator_epochs[partition] = coordinator_epoch
+        return self._load(records, now_ms)
+
+    def _load(self, records: Iterable[tuple[int, bytes, bytes | None]], now_ms: int) -> int:
+        count, loaded = 0, set()
+        for _partition, key, value in records:
             transactional_id = decode_key(key)
             if value is None:
                 self.transactions.pop(transactional_id, None)
             else:
                 self.transactions[transactional_id] = TransactionMetadata.loaded(transactional_id, decode_value(value))
+            loaded.add(transactional_id)
             count += 1
-        for metadata in list(self.transactions.values()):
+        for metadata in [self.transactions[t] for t in sorted(loaded) if t in self.transactions]:
             if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 self._send_markers(metadata, sorted(metadata.partitions))
             elif metadata.state is S.ONGOING:
                 self._schedule_timeout(metadata, max(metadata.start_ms + metadata.timeout_ms - now_ms, 0))
         return count
 
+    def unload_partition(self, partition: int) -> list[str]:
+        """This broker no longer leads ``partition``: forget its ids, their timeouts and the
+        markers still owed (the new leader resumes them). Kafka's
+        ``removeTransactionsForTxnTopicPartition``. Returns the ids dropped."""
+        dropped = sorted(t for t in self.transactions if self.partition_of(t) == partition)
+        for transactional_id in dropped:
+            self._cancel_timeout(transactional_id)
+            del self.transactions[transactional_id]
+        self.coordinator_epochs.pop(partition, None)
+        return dropped
+
     def expire_transactional_ids(self, now_ms: int) -> int:
         """Tombstone every id idle past ``transactional.id.expiration.ms`` with no open
         transaction (Kafka's ``removeExpiredTransactionalIds``); the number removed."""
         horizon_ms = now_ms - self.settings.transactional_id_expiration_ms
         expired = [m for m in self.transactions.values()
-                   if m.state.expiration_allowed and m.last_update_ms <= horizon_ms]
+                   if m.state.expiration_allowed and m.last_update_ms <= horizon_ms and not m.pending_write
+                   and self._ownership_error(m.transactional_id) == E.NONE]
         for metadata in expired:
             next_state(metadata.transactional_id, metadata.state, TxnEvent.EXPIRE)
             key = transaction_log_key(metadata.transactional_id)
@@ -370,8 +514,9 @@ class TransactionCoordinator:
         for an unknown or expiring one."""
         if not transactional_id:
             return E.INVALID_REQUEST, None
-        if self._not_mine(transactional_id):
-            return E.NOT_COORDINATOR, None
+        error = self._ownership_error(transactional_id)
+        if error:
+            return error, None
         metadata = self.transactions.get(transactional_id)
         if metadata is None or metadata.state is S.DEAD:
             return E.TRANSACTIONAL_ID_NOT_FOUND, None
@@ -394,3 +539,19 @@ class TransactionCoordinator:
             and (duration_ms < 0 or now_ms - m.start_ms > duration_ms)
         ]
         return found, unknown
+
+
+Answer = TypeVar("Answer")
+
+
+def _answer(start: Callable[[Callable[[Answer], None]], None], respond: Callable[[Answer], None] | None
+            ) -> Answer | None:
+    """Run ``start(done)``. With ``respond`` the answer goes there whenever it comes (None is
+    returned); without, it must come before ``start`` returns, and is returned."""
+    if respond is not None:
+        start(respond)
+        return None
+    answers: list[Answer] = []
+    start(answers.append)
+    assert answers, "without respond the coordinator log must commit at once"
+    return answers[0]

@@ -59,7 +59,7 @@ class TransactionMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_ms: int = -1
     last_update_ms: int = -1
-    failed_epoch_fence: bool = False  # a fence's abort failed to write: do not bump again
+    pending_write: bool = False  # a record is on its way to the ISR (Kafka's pendingState)
 
     def record(self, state: TransactionState, now_ms: int, **changes: object) -> TxnRecord:
         """The ``__transaction_state`` value of this id after moving to ``state``."""

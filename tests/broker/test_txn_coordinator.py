@@ -215,3 +215,23 @@ def test_a_marker_over_the_wire_settles_the_pending_offsets(tmp_path):
     assert r.markers[0].topics[0].partitions[0].error_code == 0
     assert _fetch(h, require_stable=True) == (0, 7)
     h.close()
+
+
+def test_a_partition_load_hands_over_only_its_own_undecided_offsets(tmp_path):
+    """Found by the transaction campaign (seed 27): open transactions remembered from an earlier
+    partition load were handed over again at the next load, after their marker had decided them,
+    and the group coordinator held their offsets pending for good (OffsetFetch require_stable
+    answered UNSTABLE_OFFSET_COMMIT)."""
+    h = Harness(tmp_path)
+    h.create_topic("orders")
+    _, pid, epoch = _init(h)
+    _send_offset(h, pid, epoch, 7)
+    log = h.broker.offsets_log
+    mine = h.broker.group_coordinator.partition_of(GROUP)
+    list(log.replay_partition(mine))  # a load while the transaction is open
+    assert list(log.open_transactions()) == [pid]
+    assert _end(h, pid, epoch, commit=True) == 0
+    other = (mine + 1) % log.partition_count
+    list(log.replay_partition(other))  # the next load, of another partition
+    assert log.open_transactions() == {}
+    assert _fetch(h, require_stable=True) == (0, 7)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafkalab.errors import ErrorCode as E
+from kafkalab.group.log import MemoryCoordinatorLog
 from kafkalab.group.offsets import OffsetCommit
 from kafkalab.group.records import OffsetCommitValue, offset_commit_key, offset_commit_value
 from tests.group._harness import Cluster
@@ -59,6 +60,9 @@ def test_writes_a_transactional_batch_of_the_producer():
             appended.append((partition, records, producer))
             return 0
 
+        def when_committed(self, partition, offset, callback):
+            callback(0)
+
     c = Cluster()
     c.coordinator.log = Recording()
     _txn_commit(c, "g", 5)
@@ -75,3 +79,24 @@ def test_load_pending_from_open_transactions():
     assert c.coordinator.offsets.has_pending("g", ("orders", 0)) and "g" in c.coordinator.groups
     c.coordinator.offsets.complete_transaction(4000, True, [record[0]])
     assert _visible(c, "g") == 9
+
+
+def test_a_txn_offset_commit_is_answered_once_committed_and_dropped_if_it_never_is():
+    """acks=all, as Kafka's storeOffsets: the answer waits for the ISR; an append that never
+    gets there is answered with its error and the COMMIT marker does not make it visible."""
+    waiting = []
+
+    class Replicating(MemoryCoordinatorLog):
+        def when_committed(self, partition, offset, callback):
+            waiting.append(callback)
+
+    c = Cluster()
+    c.coordinator.log = Replicating()
+    commits = [OffsetCommit("orders", 0, 5, -1, "")]
+    answers = []
+    c.coordinator.offsets.txn_commit("g", PRODUCER, -1, "", None, commits, c.now_ms, answers.append)
+    assert not answers
+    waiting.pop()(E.COORDINATOR_NOT_AVAILABLE)
+    assert answers == [[E.COORDINATOR_NOT_AVAILABLE]]
+    c.coordinator.offsets.complete_transaction(PRODUCER[0], True, [c.coordinator.partition_of("g")])
+    assert "g" not in c.coordinator.offsets.offsets or ("orders", 0) not in c.coordinator.offsets.offsets["g"]

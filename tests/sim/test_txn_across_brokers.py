@@ -1,13 +1,11 @@
 """A transaction whose partitions are led by other brokers than its coordinator, end to end in
 the three-broker simulation: every partition must get its COMMIT marker and its LSO must reach
-the HW. Today the coordinator's marker channel appends only to partitions its own broker leads,
-so the commit stays in PrepareCommit (chapter 12 runs on one broker for that reason)."""
+the HW. The coordinator's marker channel sends WriteTxnMarkers over the simulated network to
+each partition's leader."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records.model import Record
@@ -27,7 +25,6 @@ def _call(sim: SimCluster, node: int, api_key: int, version: int, body: dict) ->
     return answer
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the coordinator does not send WriteTxnMarkers to other brokers yet")
 def test_a_commit_reaches_partitions_led_by_other_brokers(cluster: SimCluster) -> None:
     cluster.create_topic(TRANSACTION_STATE_TOPIC, 50, 3)
     cluster.create_topic("orders", 3, 3)

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.broker.request import Request
+from kafkalab.broker.request import PENDING, Request, answer_later
 from kafkalab.errors import ErrorCode
 from kafkalab.protocol.messages.init_producer_id import INIT_PRODUCER_ID_RESPONSE
+from kafkalab.txn.coordinator import InitProducerIdResult
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
@@ -58,9 +59,11 @@ def handle_init_producer_id(broker: Broker, request: Request) -> Any:
         if (body.producer_id < 0) != (body.producer_epoch < 0):  # KIP-360 names both or neither
             return R(error_code=ErrorCode.INVALID_REQUEST)
         expected = (body.producer_id, body.producer_epoch) if body.producer_id >= 0 else None
-        result = broker.txn_coordinator.init_producer_id(body.transactional_id, body.transaction_timeout_ms,
-                                                         expected, request.now_ms)
-        return R(error_code=result.error_code, producer_id=result.producer_id, producer_epoch=result.producer_epoch)
+        def response(result: InitProducerIdResult) -> Any:
+            return R(error_code=result.error_code, producer_id=result.producer_id, producer_epoch=result.producer_epoch)
+        broker.txn_coordinator.init_producer_id(body.transactional_id, body.transaction_timeout_ms, expected,
+                                                request.now_ms, answer_later(broker.respond, request, response))
+        return PENDING  # answered once the coordinator's record is committed
     if body.producer_id >= 0:  # v3+: an existing producer bumps its epoch
         return R(error_code=0, producer_id=body.producer_id, producer_epoch=min(body.producer_epoch + 1, 32767))
     return R(error_code=0, producer_id=next_producer_id(broker), producer_epoch=0)

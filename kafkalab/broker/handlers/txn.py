@@ -2,7 +2,7 @@
 
 The handlers never touch transaction state; :class:`kafkalab.txn.coordinator.TransactionCoordinator`
 owns it, and TxnOffsetCommit goes to the group coordinator, which owns the offsets. Each answers
-at once: on one node every ``__transaction_state`` append is committed when it returns.
+once the coordinator's ``__transaction_state`` record is committed (at once on a lone broker).
 
 FindCoordinator for a transactional id (key_type 1) names the leader of its
 ``__transaction_state`` partition; the first one creates the topic and, as in Kafka, answers
@@ -21,11 +21,12 @@ the transaction is Ongoing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.broker.coordinator_partitions import CoordinatorAnswer, coordinator_of
-from kafkalab.broker.request import Request
+from kafkalab.broker.request import PENDING, Request, answer_later
 from kafkalab.broker.topics import TopicError
 from kafkalab.errors import ErrorCode
 from kafkalab.group.offsets import OffsetCommit
@@ -73,28 +74,41 @@ _PARTITION_RESULT = _TOPIC_RESULT.AddPartitionsToTxnPartitionResult
 def handle_add_partitions_to_txn(broker: Broker, request: Request) -> Any:
     body = request.body
     if request.header.api_version < BATCHED_ADD_PARTITIONS_VERSION:
-        results = _add_partitions(broker, body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-                                  body.v3_and_below_producer_epoch, body.v3_and_below_topics, False, request.now_ms)
-        return _AP(results_by_topic_v3_and_below=_topic_results(results))
-    return _AP(error_code=0, results_by_transaction=tuple(
-        _AP.AddPartitionsToTxnResult(transactional_id=t.transactional_id, topic_results=_topic_results(
-            _add_partitions(broker, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only,
-                            request.now_ms)))
-        for t in body.transactions))
+        _add_partitions(broker, body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
+                        body.v3_and_below_producer_epoch, body.v3_and_below_topics, False, request.now_ms,
+                        answer_later(broker.respond, request,
+                                     lambda results: _AP(results_by_topic_v3_and_below=_topic_results(results))))
+        return PENDING
+    transactions = list(body.transactions)
+    answers: dict[int, dict[TopicPartition, int]] = {}
+    respond = answer_later(broker.respond, request, lambda _: _AP(error_code=0, results_by_transaction=tuple(
+        _AP.AddPartitionsToTxnResult(transactional_id=t.transactional_id, topic_results=_topic_results(answers[i]))
+        for i, t in enumerate(transactions))))
+
+    def answered(index: int, results: dict[TopicPartition, int]) -> None:
+        answers[index] = results
+        if len(answers) == len(transactions):
+            respond(None)
+    for index, t in enumerate(transactions):
+        _add_partitions(broker, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only,
+                        request.now_ms, functools.partial(answered, index))
+    if not transactions:
+        respond(None)
+    return PENDING
 
 
 def _add_partitions(broker: Broker, transactional_id: str, producer_id: int, producer_epoch: int, topics: Any,
-                    verify_only: bool, now_ms: int) -> dict[TopicPartition, int]:
+                    verify_only: bool, now_ms: int, done: Callable[[dict[TopicPartition, int]], None]) -> None:
     partitions = [(t.name, p) for t in topics for p in t.partitions]
     coordinator = broker.txn_coordinator
     if verify_only:
-        return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        return done(coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions))
     unknown = {tp for tp in partitions if broker.topics.partition(*tp) is None}
     if unknown:
-        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-                for tp in partitions}
-    error = coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions, now_ms)
-    return {tp: error for tp in partitions}
+        return done({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                     for tp in partitions})
+    coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions, now_ms,
+                               lambda error: done({tp: error for tp in partitions}))
 
 
 def _topic_results(results: dict[TopicPartition, int]) -> tuple[Any, ...]:
@@ -108,16 +122,18 @@ def handle_add_offsets_to_txn(broker: Broker, request: Request) -> Any:
     body = request.body
     broker.offsets_log.ensure_topic()
     partition = (OFFSETS_TOPIC, broker.group_coordinator.partition_of(body.group_id))
-    error = broker.txn_coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
-                                                  [partition], request.now_ms)
-    return ADD_OFFSETS_TO_TXN_RESPONSE.cls(error_code=error)
+    respond = answer_later(broker.respond, request, lambda error: ADD_OFFSETS_TO_TXN_RESPONSE.cls(error_code=error))
+    broker.txn_coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [partition],
+                                          request.now_ms, respond)
+    return PENDING
 
 
 def handle_end_txn(broker: Broker, request: Request) -> Any:
     body = request.body
-    error = broker.txn_coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch,
-                                           body.committed, request.now_ms)
-    return END_TXN_RESPONSE.cls(error_code=error)
+    broker.txn_coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed,
+                                   request.now_ms, answer_later(broker.respond, request,
+                                                                lambda error: END_TXN_RESPONSE.cls(error_code=error)))
+    return PENDING
 
 
 def handle_txn_offset_commit(broker: Broker, request: Request) -> Any:
@@ -125,15 +141,19 @@ def handle_txn_offset_commit(broker: Broker, request: Request) -> Any:
     commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                             p.committed_metadata)
                for t in body.topics for p in t.partitions]
-    errors = iter(broker.group_coordinator.offsets.txn_commit(
-        body.group_id, (body.producer_id, body.producer_epoch), body.generation_id, body.member_id,
-        body.group_instance_id, commits, request.now_ms))
     _R = TXN_OFFSET_COMMIT_RESPONSE.cls
-    return _R(topics=tuple(
-        _R.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
-            _R.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition(p.partition_index, next(errors))
-            for p in t.partitions))
-        for t in body.topics))
+
+    def response(error_codes: list[int]) -> Any:
+        errors = iter(error_codes)
+        return _R(topics=tuple(
+            _R.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
+                _R.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition(p.partition_index, next(errors))
+                for p in t.partitions))
+            for t in body.topics))
+    errors = broker.group_coordinator.offsets.txn_commit(
+        body.group_id, (body.producer_id, body.producer_epoch), body.generation_id, body.member_id,
+        body.group_instance_id, commits, request.now_ms, answer_later(broker.respond, request, response))
+    return PENDING if errors is None else response(errors)  # PENDING: answered once on the ISR
 
 
 def handle_describe_transactions(broker: Broker, request: Request) -> Any:
