@@ -121,3 +121,30 @@ def test_a_run_replays_from_its_seed(tmp_path: Path) -> None:
         sim.close()
         return [(f.get().partition, f.get().offset) for f in futures]
     assert run(tmp_path / "one") == run(tmp_path / "two")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_idempotent_retries_across_a_leader_failover_leave_no_duplicate_and_no_gap(tmp_path: Path, seed: int) -> None:
+    # Answers to the leader's last appends are lost and the leader dies; the producer retries on
+    # the new leader, which learned each batch's producer id and sequences by replicating it.
+    cluster = SimCluster(tmp_path, nodes=3, seed=seed)
+    try:
+        cluster.create_topic("orders", 1, 3)
+        producer = SimProducer(cluster, {"enable.idempotence": "true", "acks": "all", "linger.ms": "0",
+                                         "max.in.flight.requests.per.connection": "5",
+                                         "request.timeout.ms": "2000", "delivery.timeout.ms": "120000"})
+        sent = [f"r{n}" for n in range(40)]
+        futures = [producer.send(ProducerRecord("orders", value.encode())) for value in sent[:20]]
+        cluster.run_for(50)
+        leader = cluster.leader("orders", 0)
+        cluster.network.cut(leader, CLIENT, one_way=True)  # requests arrive; answers are lost
+        futures += [producer.send(ProducerRecord("orders", value.encode())) for value in sent[20:]]
+        cluster.run_for(300)  # the followers fetch what the leader appended
+        cluster.crash(leader)
+        cluster.network.heal()
+        offsets = [future.get().offset for future in futures]
+        assert cluster.leader("orders", 0) not in (leader, -1)
+        assert list(partition_values(cluster, "orders")) == sent  # every record once, in order
+        assert offsets == sorted(set(offsets))
+    finally:
+        cluster.close()
