@@ -113,42 +113,18 @@ class OffsetStore:
             group_id, generation_id, member_id, instance_id, api_version, now_ms)
         if error:
             return [error] * len(commits)
-        limit = coordinator.settings.offset_metadata_max_bytes
-        results: list[int] = []
-        records: list[tuple[bytes, bytes | None]] = []
-        accepted = []
         expire_ms = now_ms + retention_ms if retention_ms >= 0 else -1
-        for commit in commits:
-            metadata = commit.metadata or ""
-            if len(metadata.encode()) > limit:
-                results.append(E.OFFSET_METADATA_TOO_LARGE)
-                continue
-            value = CommittedOffset(commit.offset, commit.leader_epoch, metadata, now_ms, expire_ms)
-            records.append((offset_commit_key(group_id, commit.topic, commit.partition),
-                            offset_commit_value(_record(value))))
-            accepted.append(((commit.topic, commit.partition), value))
-            results.append(E.NONE)
+        results, records, accepted = self._offset_records(group_id, commits, now_ms, expire_ms)
         if not records:
             return results
         partition = coordinator.partition_of(group_id)
         last_offset = coordinator.log.append(partition, records, now_ms) + len(records) - 1
-        answered: list[list[int]] = []
 
         def committed(log_error: int) -> None:
-            if log_error:
-                final = [log_error if code == E.NONE else code for code in results]
-            else:
-                final = results
+            if not log_error:
                 self.offsets.setdefault(group_id, {}).update(accepted)
-            if respond is None:
-                answered.append(final)
-            else:
-                respond(final)
 
-        coordinator.log.when_committed(partition, last_offset, committed)
-        if respond is None:
-            assert answered, "without a respond callback the log must commit at once"
-        return answered[0] if respond is None else None
+        return self._answer_when_committed(partition, last_offset, results, committed, respond)
 
     def txn_commit(self, group_id: str, producer: tuple[int, int], generation_id: int, member_id: str,
                    instance_id: str | None, commits: Sequence[OffsetCommit], now_ms: int,
@@ -162,40 +138,59 @@ class OffsetStore:
             group_id, generation_id, member_id, instance_id, now_ms)
         if error:
             return [error] * len(commits)
-        limit = coordinator.settings.offset_metadata_max_bytes
-        results: list[int] = []
-        records: list[tuple[bytes, bytes | None]] = []
-        accepted = []
-        for commit in commits:
-            metadata = commit.metadata or ""
-            if len(metadata.encode()) > limit:
-                results.append(E.OFFSET_METADATA_TOO_LARGE)
-                continue
-            value = CommittedOffset(commit.offset, commit.leader_epoch, metadata, now_ms)
-            records.append((offset_commit_key(group_id, commit.topic, commit.partition),
-                            offset_commit_value(_record(value))))
-            accepted.append(((commit.topic, commit.partition), value))
-            results.append(E.NONE)
+        results, records, accepted = self._offset_records(group_id, commits, now_ms, -1)
         if not records:
             return results
         partition = coordinator.partition_of(group_id)
         last_offset = coordinator.log.append(partition, records, now_ms, producer=producer) + len(records) - 1
         pending = self.pending.setdefault(producer[0], {}).setdefault(group_id, {})
         pending.update(accepted)
-        answered: list[list[int]] = []
 
         def committed(log_error: int) -> None:
             if log_error:  # Kafka's failed pending commit: the marker will not make it visible
                 for tp, value in accepted:
                     if pending.get(tp) is value:
                         del pending[tp]
+
+        return self._answer_when_committed(partition, last_offset, results, committed, respond)
+
+    def _offset_records(self, group_id: str, commits: Sequence[OffsetCommit], now_ms: int, expire_ms: int,
+                        ) -> tuple[list[int], list[tuple[bytes, bytes | None]], list[tuple[TopicPartition, CommittedOffset]]]:
+        """Per commit an error code (metadata over ``offset.metadata.max.bytes`` is refused), and
+        for the accepted ones their ``__consumer_offsets`` records and values."""
+        limit = self.coordinator.settings.offset_metadata_max_bytes
+        results: list[int] = []
+        records: list[tuple[bytes, bytes | None]] = []
+        accepted: list[tuple[TopicPartition, CommittedOffset]] = []
+        for commit in commits:
+            metadata = commit.metadata or ""
+            if len(metadata.encode()) > limit:
+                results.append(E.OFFSET_METADATA_TOO_LARGE)
+                continue
+            value = CommittedOffset(commit.offset, commit.leader_epoch, metadata, now_ms, expire_ms)
+            records.append((offset_commit_key(group_id, commit.topic, commit.partition),
+                            offset_commit_value(_record(value))))
+            accepted.append(((commit.topic, commit.partition), value))
+            results.append(E.NONE)
+        return results, records, accepted
+
+    def _answer_when_committed(self, partition: int, last_offset: int, results: list[int],
+                               on_commit: Callable[[int], None],
+                               respond: Callable[[list[int]], None] | None) -> list[int] | None:
+        """Answer ``results`` once the log has committed ``last_offset`` (acks=all), after
+        ``on_commit(log_error)``; a log error replaces every NONE. Without ``respond`` the log
+        must commit at once and the answer is returned."""
+        answered: list[list[int]] = []
+
+        def committed(log_error: int) -> None:
+            on_commit(log_error)
             final = [log_error if log_error and code == E.NONE else code for code in results]
             if respond is None:
                 answered.append(final)
             else:
                 respond(final)
 
-        coordinator.log.when_committed(partition, last_offset, committed)
+        self.coordinator.log.when_committed(partition, last_offset, committed)
         if respond is None:
             assert answered, "without a respond callback the log must commit at once"
         return answered[0] if respond is None else None

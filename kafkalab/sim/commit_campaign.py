@@ -47,10 +47,8 @@ and the final OffsetFetch returns every acknowledged offset.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import random
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +57,7 @@ from typing import Any
 from kafkalab.client.membership import MemberConfig, MemberState
 from kafkalab.group.partitioner import OFFSETS_TOPIC, partition_for
 from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.sim.campaign_cli import seeds_main
 from kafkalab.sim.cluster import CLIENT, SimCluster
 from kafkalab.sim.invariants import InvariantViolation
 from kafkalab.sim.network import LinkFaults
@@ -234,17 +233,10 @@ def _check_nothing_lost(cluster: SimCluster, ledger: CommitLedger) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kafkalab.sim.commit_campaign")
-    parser.add_argument("--seed", type=int, help="replay one seed")
-    parser.add_argument("--seeds", type=int, default=10, help="run seeds 0..N-1")
-    parser.add_argument("--steps", type=int, default=STEPS_DEFAULT)
-    args = parser.parse_args(argv)
-    for seed in [args.seed] if args.seed is not None else list(range(args.seeds)):
-        with tempfile.TemporaryDirectory(prefix="kafkalab-commit-campaign-") as tmp:
-            result = run(seed, Path(tmp), args.steps)
-        print(f"seed {seed}: {result.acknowledged} commits acknowledged, {result.stale_refused} stale and "
-              f"{result.fenced_refused} fenced refused, {result.failovers} crash actions, {dict(result.actions)}")
-    return 0
+    return seeds_main("kafkalab.sim.commit_campaign", run, lambda result: (
+        f"{result.acknowledged} commits acknowledged, {result.stale_refused} stale and "
+        f"{result.fenced_refused} fenced refused, {result.failovers} crash actions, {dict(result.actions)}"),
+                      default_seeds=10, default_steps=STEPS_DEFAULT, argv=argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,9 +34,7 @@ through 6 generations and the checker looks 2,103 times.
 
 from __future__ import annotations
 
-import argparse
 import random
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,6 +42,7 @@ from pathlib import Path
 
 from kafkalab.client.assignors import ASSIGNORS
 from kafkalab.client.membership import MemberConfig, MemberState
+from kafkalab.sim.campaign_cli import seeds_main
 from kafkalab.sim.cluster import SimCluster
 from kafkalab.sim.invariants import InvariantViolation
 from kafkalab.sim.network import LinkFaults
@@ -135,18 +134,9 @@ def _run_checking(cluster: SimCluster, checker: GroupChecker, duration_ms: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kafkalab.sim.group_campaign")
-    parser.add_argument("--seed", type=int, help="replay one seed")
-    parser.add_argument("--seeds", type=int, default=20, help="run seeds 0..N-1")
-    parser.add_argument("--steps", type=int, default=STEPS_DEFAULT)
-    args = parser.parse_args(argv)
-    seeds = [args.seed] if args.seed is not None else list(range(args.seeds))
-    for seed in seeds:
-        with tempfile.TemporaryDirectory(prefix="kafkalab-group-campaign-") as tmp:
-            result = run(seed, Path(tmp), args.steps)
-        print(f"seed {seed}: {result.assignor}, {result.generations} generations, {result.checks} checks, "
-              f"{dict(result.actions)}")
-    return 0
+    return seeds_main("kafkalab.sim.group_campaign", run, lambda result: (
+        f"{result.assignor}, {result.generations} generations, {result.checks} checks, {dict(result.actions)}"),
+                      default_seeds=20, default_steps=STEPS_DEFAULT, argv=argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

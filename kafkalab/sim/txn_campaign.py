@@ -48,11 +48,9 @@ reads find ``t1/4`` in both partitions, as the checker requires of a COMMITTED t
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import random
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +65,7 @@ from kafkalab.group.partitioner import partition_for as group_partition_for
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
+from kafkalab.sim.campaign_cli import seeds_main
 from kafkalab.sim.cluster import CLIENT, PRODUCE_VERSION, START_MS, SimCluster
 from kafkalab.sim.invariants import InvariantViolation
 from kafkalab.sim.network import LinkFaults
@@ -499,17 +498,10 @@ def _read_whole(cluster: SimCluster, tp: TopicPartition) -> Read:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kafkalab.sim.txn_campaign")
-    parser.add_argument("--seed", type=int, help="replay one seed")
-    parser.add_argument("--seeds", type=int, default=10, help="run seeds 0..N-1")
-    parser.add_argument("--steps", type=int, default=STEPS_DEFAULT)
-    args = parser.parse_args(argv)
-    for seed in [args.seed] if args.seed is not None else list(range(args.seeds)):
-        with tempfile.TemporaryDirectory(prefix="kafkalab-txn-campaign-") as tmp:
-            result = run(seed, Path(tmp), args.steps)
-        print(f"seed {seed}: transactions {dict(result.outcomes)}, {result.reads} reads during the run, "
-              f"{result.records_read} records at the end, {dict(result.actions)}")
-    return 0
+    return seeds_main("kafkalab.sim.txn_campaign", run, lambda result: (
+        f"transactions {dict(result.outcomes)}, {result.reads} reads during the run, "
+        f"{result.records_read} records at the end, {dict(result.actions)}"),
+                      default_seeds=10, default_steps=STEPS_DEFAULT, argv=argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
