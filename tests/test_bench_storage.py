@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkalab.bench.bench_storage import InMemoryIndex, _append_rates, _build_log, _lookup_rates
+from kafkalab.bench.bench_storage import InMemoryIndex, _append_rates, _build_log, _index_lookup, _lookup_rates
 from kafkalab.clock import ManualClock
 from kafkalab.records import Record, build_batch
 from kafkalab.storage import Log, LogConfig
@@ -26,6 +26,22 @@ def test_in_memory_index_finds_the_floor_entry_of_the_logs_lookup(tmp_path: Path
         segment, position = index.lookup(offset)
         assert segment is found[0], offset
         assert position <= found[1].position < position + log.config.index_interval_bytes + len(batch)
+    log.close()
+
+
+def test_the_measured_index_half_and_the_baseline_answer_the_same_entry(tmp_path: Path) -> None:
+    # storage.lookup compares two ways of answering one question; they must agree on every
+    # offset, including each segment's base offset (no index entry) and the log's last offset.
+    batch = build_batch([Record(i, 1_000 + i, None, b"v" * 200) for i in range(20)], base_offset=0)
+    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=32 * 1024, index_interval_bytes=4096),
+                   ManualClock(0))
+    for _ in range(120):
+        log.append_as_leader(batch, 0)
+    assert len(log.segments) > 3
+    index_half, baseline = _index_lookup(log), InMemoryIndex(log)
+    for offset in range(log.log_end_offset):
+        segment, position = baseline.lookup(offset)
+        assert index_half(offset) == (segment, position), offset
     log.close()
 
 
