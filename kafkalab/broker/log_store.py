@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kafkalab.metadata.image import MetadataImage
-    from kafkalab.storage.segment import FileSlice
+    from kafkalab.storage.positions import FileSlice
 
 
 class AppendInfo(Protocol):

@@ -28,7 +28,7 @@ The uvarint 300 is ``ac 02``: the low seven bits 0101100 with the continuation b
 kind of truncation or out-of-range value, so no ``struct.error`` or ``IndexError`` ever escapes a
 decoder. A length read from the wire is checked against the bytes that remain *before* anything is
 allocated, so a hostile ``count = 2**31 - 1`` costs nothing. :class:`Writer` accumulates bytes and
-may also carry file slices (:class:`kafkalab.storage.segment.FileSlice`, the storage layer's
+may also carry file slices (:class:`kafkalab.storage.positions.FileSlice`, the storage layer's
 byte range of a segment file): record data that the server sends straight from the segment file
 with ``sendfile`` (zero-copy, as Kafka's ``FileRecords.writeTo`` does). The codec never opens
 them; a part that is not ``bytes`` is a file slice.
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Union
 from kafkalab.errors import ProtocolError
 
 if TYPE_CHECKING:
-    from kafkalab.storage.segment import FileSlice
+    from kafkalab.storage.positions import FileSlice
 
 UVARINT_BYTES_MAX = 5  # a uvarint carrying an unsigned 32-bit value needs at most 5 bytes
 UVARLONG_BYTES_MAX = 10  # and a 64-bit one at most 10

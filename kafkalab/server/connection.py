@@ -58,7 +58,7 @@ from typing import Any
 from kafkalab.broker.request import Outgoing
 from kafkalab.errors import KafkaError
 from kafkalab.protocol.framing import NEED_DATA, FrameDecoder
-from kafkalab.storage.segment import FileSlice
+from kafkalab.storage.positions import FileSlice
 
 # While a request is in the broker, reading stops once this much of the next requests is
 # buffered; the kernel's socket buffer and TCP flow control hold the rest.

@@ -17,17 +17,14 @@ from kafkalab.storage.events import (
     Truncated,
 )
 from kafkalab.storage.leader_epoch import LeaderEpochCache
-from kafkalab.storage.log import (
-    FetchDataInfo,
-    Log,
-    TimestampAndOffset,
-)
+from kafkalab.storage.log import Log, TimestampAndOffset
 from kafkalab.storage.log_append import LogAppendInfo
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.log_manager import LogManager
 from kafkalab.storage.offset_index import OffsetIndex, OffsetPosition
 from kafkalab.storage.producer_snapshot import ProducerSnapshotEntry, read_snapshot, write_snapshot
-from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
+from kafkalab.storage.positions import EntryPosition, FetchDataInfo, FileSlice
+from kafkalab.storage.segment import LogSegment
 from kafkalab.storage.time_index import TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import AbortedTxn, TransactionIndex
 

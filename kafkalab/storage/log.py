@@ -40,9 +40,7 @@ from __future__ import annotations
 
 import bisect
 import random
-import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -57,16 +55,14 @@ from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.producer_state import AppendOrigin, duplicate_append_info, has_producer_ids
 from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state, with_markers
 from kafkalab.storage.log_dir_failure import offline_on_io_error, raise_if_io_error
-from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
+from kafkalab.storage.log_files import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, parse_partition_dir
+from kafkalab.storage.positions import EntryPosition, FetchDataInfo
+from kafkalab.storage.segment import LogSegment
 from kafkalab.storage.transactions import collect_aborted, index_completed, last_stable_offset
 from kafkalab.storage.txn_index import AbortedTxn
 from kafkalab.storage import timestamp_lookup
 from kafkalab.storage.timestamp_lookup import TimestampAndOffset
 
-DELETED_SUFFIX = ".deleted"
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
 class Scheduler(Protocol):
@@ -77,34 +73,11 @@ class Scheduler(Protocol):
     def schedule(self, delay_ms: int, callback: Callable[[], object], *, name: str = "") -> object: ...
 
 
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
-    """The result of a read: whole batches as file slices a server can ``sendfile``."""
-
-    fetch_offset: int
-    slices: tuple[FileSlice, ...] = field(default_factory=tuple)
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(s.size_bytes for s in self.slices)
-
-    def read_bytes(self) -> bytes:
-        return b"".join(s.read_bytes() for s in self.slices)
-
-
 def _stamp_target(records: bytes | bytearray | memoryview, in_place: bool) -> bytearray | memoryview:
     """Where a leader append writes offsets: ``records`` itself if allowed and writable, else a copy."""
     if in_place and (isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly)):
         return records
     return bytearray(records)
-
-
-def parse_partition_dir(directory: Path) -> tuple[str, int]:
-    """``orders-3`` -> ("orders", 3), as Kafka names partition directories."""
-    match = _PARTITION_DIR.match(Path(directory).name)
-    if match is None:
-        raise StorageError(f"{directory} is not named <topic>-<partition>")
-    return match["topic"], int(match["partition"])
 
 
 class Log:

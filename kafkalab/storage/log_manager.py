@@ -31,7 +31,8 @@ from kafkalab.clock import Clock
 from kafkalab.errors import ErrorCode, LogDirFailureError, StorageError
 from kafkalab.storage import checkpoints, partition_metadata
 from kafkalab.storage.checkpoints import CorruptCheckpointError, TopicPartition
-from kafkalab.storage.log import Log, Scheduler, parse_partition_dir
+from kafkalab.storage.log import Log, Scheduler
+from kafkalab.storage.log_files import parse_partition_dir
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.log_dir_failure import io_errors_offline
 

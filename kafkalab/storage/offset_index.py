@@ -25,6 +25,7 @@ import numpy as np
 
 from kafkalab.errors import CorruptIndexError, InvalidRecordError, StorageError
 from kafkalab.storage.index_file import IndexFile
+from kafkalab.storage.log_files import INDEX_SUFFIX, file_name
 
 ENTRY = struct.Struct(">ii")
 RELATIVE_OFFSET_MAX = 2**31 - 1  # relative offsets are stored as int32
@@ -135,4 +136,4 @@ class OffsetIndex(IndexFile):
 
 
 def index_file_name(directory: Path, base_offset: int) -> Path:
-    return Path(directory) / f"{base_offset:020d}.index"
+    return Path(directory) / file_name(base_offset, INDEX_SUFFIX)

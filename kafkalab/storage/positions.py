@@ -4,12 +4,13 @@ A lookup answers an :class:`EntryPosition` -- the batch holding an offset, with 
 start and size -- and a read answers :class:`FileSlice` ranges, which the server hands to
 ``sendfile``. Worked example: the batch holding offsets 42..97 starts at byte 4730 of
 ``00000000000000000000.log`` and is 1780 bytes long: ``EntryPosition(42, 97, 4730, 1780, ts)``,
-and a fetch of it is ``FileSlice(path, 4730, 1780)``.
+and a fetch of it is ``FileSlice(path, 4730, 1780)``. A log's read answers a
+:class:`FetchDataInfo`: the offset asked for and the slices, possibly over several segments.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -65,3 +66,18 @@ class FileSlice:
                 f"the file gave {len(data)}"
             )
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """The result of a read: whole batches as file slices a server can ``sendfile``."""
+
+    fetch_offset: int
+    slices: tuple[FileSlice, ...] = field(default_factory=tuple)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self.slices)
+
+    def read_bytes(self) -> bytes:
+        return b"".join(s.read_bytes() for s in self.slices)

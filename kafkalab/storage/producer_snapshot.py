@@ -23,6 +23,7 @@ import crc32c
 
 from kafkalab.errors import CorruptRecordError
 from kafkalab.storage.checkpoints import write_atomically
+from kafkalab.storage.log_files import PRODUCER_SNAPSHOT_SUFFIX, file_name
 
 VERSION = 1
 HEADER = struct.Struct(">hIi")
@@ -80,7 +81,7 @@ def decode(data: bytes, *, source: str = "snapshot") -> list[ProducerSnapshotEnt
 
 
 def snapshot_file_name(directory: Path, offset: int) -> Path:
-    return Path(directory) / f"{offset:020d}.snapshot"
+    return Path(directory) / file_name(offset, PRODUCER_SNAPSHOT_SUFFIX)
 
 
 def write_snapshot(path: Path, entries: list[ProducerSnapshotEntry], *, sync: bool = True) -> None:

@@ -39,17 +39,19 @@ from kafkalab.errors import CorruptIndexError, StorageError
 from kafkalab.storage import events as ev
 from kafkalab.storage.leader_epoch import LeaderEpochCache
 from kafkalab.storage.checkpoints import LEADER_EPOCH_CHECKPOINT, CorruptCheckpointError
-from kafkalab.storage.log import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, Log, Scheduler
+from kafkalab.storage.log import Log, Scheduler
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.producer_state_manager import ProducerStateManager, rebuild_producer_state
-from kafkalab.storage.segment import (
+from kafkalab.storage.log_files import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
-    SEGMENT_FILE_BYTES_MAX,
+    SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    LogSegment,
     file_name,
 )
+from kafkalab.storage.segment import SEGMENT_FILE_BYTES_MAX, LogSegment
 
 _SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})(?P<suffix>\.(log|index|timeindex|txnindex))(?P<extra>\.\w+)?$")
 # A partition directory of a real broker holds thousands of segments at most; a listing this

@@ -44,30 +44,20 @@ from kafkalab.records.header import (
     V2_PREFIX,
     V2_PREFIX_SIZE,
     BatchHeader,
-    iter_headers,
-    verify_crc,
 )
 from kafkalab.storage import events as ev
 from kafkalab.storage import index_search
+from kafkalab.storage.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, file_name
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX, OffsetIndex
-# EntryPosition and FileSlice are re-exported: callers import them from here.
-from kafkalab.storage.positions import EntryPosition as EntryPosition, FileSlice as FileSlice, _new_entry
+from kafkalab.storage.segment_validation import validate_entries
+from kafkalab.storage.positions import EntryPosition, FileSlice, _new_entry
 from kafkalab.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafkalab.storage.txn_index import TransactionIndex
 
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-TXN_INDEX_SUFFIX = ".txnindex"
-SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _PREFIX_LEGACY = struct.Struct(">qi")  # offset, size: all a v0/v1 entry's position needs
 _INT64 = struct.Struct(">q")
 # A segment file is addressed with int32 positions in the offset index.
 SEGMENT_FILE_BYTES_MAX = 2**31 - 1
-
-
-def file_name(base_offset: int, suffix: str) -> str:
-    return f"{base_offset:020d}{suffix}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,15 +479,15 @@ class LogSegment:
     def recover(self, max_batch_bytes: int) -> RecoveryResult:
         """Validate every entry, rebuild the indexes, cut off a torn or corrupt tail.
 
-        Mirrors ``LogSegment.recover``: entries are checked in order (size, magic, CRC, offsets
-        increasing and relative to this segment); the first bad one and everything after it are
-        truncated, nothing before it is touched.
+        Mirrors ``LogSegment.recover``: entries are checked in order
+        (:func:`~kafkalab.storage.segment_validation.validate_entries`); the first bad one and
+        everything after it are truncated, nothing before it is touched.
         """
         self.offset_index.reset()
         self.time_index.reset()
         self._max_timestamp_and_offset = TimestampOffset(NO_TIMESTAMP, self.base_offset)
         self._bytes_since_last_index_entry = 0
-        valid, reason, headers = self._validate_entries(max_batch_bytes)
+        valid, reason, headers = validate_entries(self._fd, self._size_bytes, self.base_offset, max_batch_bytes)
         for header in headers:
             max_ts = self._max_timestamp_and_offset
             if header.max_timestamp > max_ts.timestamp:
@@ -514,36 +504,6 @@ class LogSegment:
             self._size_bytes = valid
         self.rolling_based_timestamp = headers[0].max_timestamp if headers else None
         return RecoveryResult(valid, truncated, reason, tuple(headers))
-
-    def _validate_entries(self, max_batch_bytes: int) -> tuple[int, str, list[BatchHeader]]:
-        if self._size_bytes == 0:
-            return 0, "", []
-        headers: list[BatchHeader] = []
-        with mmap.mmap(self._fd, self._size_bytes, access=mmap.ACCESS_READ) as view:
-            walker = iter_headers(view, 0, max_batch_bytes=max_batch_bytes)
-            reason = ""
-            previous_last = self.base_offset - 1
-            try:
-                for header in walker:
-                    problem = self._check_recovered(view, header, previous_last)
-                    if problem:
-                        return header.position, problem, headers
-                    headers.append(header)
-                    previous_last = header.last_offset
-            except CorruptRecordError as exc:
-                return exc.position, exc.reason, headers
-            if walker.remaining_bytes:
-                reason = f"{walker.remaining_bytes} bytes of a partial entry at the end"
-            return walker.valid_end, reason, headers
-
-    def _check_recovered(self, view: mmap.mmap, header: BatchHeader, previous_last: int) -> str:
-        if not verify_crc(view, header):
-            return f"CRC mismatch in the entry at byte {header.position}"
-        if header.last_offset <= previous_last:
-            return f"offset {header.last_offset} at byte {header.position} does not follow {previous_last}"
-        if not self.can_convert_to_relative_offset(header.last_offset):
-            return f"offset {header.last_offset} does not fit base offset {self.base_offset}"
-        return ""
 
     def truncate_to(self, offset: int) -> int:
         """Drop every batch holding offsets >= ``offset``; returns the bytes removed."""

@@ -26,6 +26,7 @@ import numpy as np
 
 from kafkalab.errors import CorruptIndexError, InvalidRecordError, StorageError
 from kafkalab.storage.index_file import IndexFile
+from kafkalab.storage.log_files import TIME_INDEX_SUFFIX, file_name
 from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX
 
 ENTRY = struct.Struct(">qi")
@@ -132,4 +133,4 @@ class TimeIndex(IndexFile):
 
 
 def time_index_file_name(directory: Path, base_offset: int) -> Path:
-    return Path(directory) / f"{base_offset:020d}.timeindex"
+    return Path(directory) / file_name(base_offset, TIME_INDEX_SUFFIX)

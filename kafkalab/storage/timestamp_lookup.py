@@ -30,7 +30,8 @@ from kafkalab.records import decode_batch
 from kafkalab.records.header import read_header
 from kafkalab.storage import events as ev
 from kafkalab.storage import log_append
-from kafkalab.storage.segment import EntryPosition, FileSlice, LogSegment
+from kafkalab.storage.positions import EntryPosition, FileSlice
+from kafkalab.storage.segment import LogSegment
 
 if TYPE_CHECKING:
     from kafkalab.storage.log import Log

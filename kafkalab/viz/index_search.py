@@ -47,7 +47,8 @@ from kafkalab.storage import index_search
 from kafkalab.storage.log import Log
 from kafkalab.storage.log_config import LogConfig
 from kafkalab.storage.offset_index import OffsetIndex
-from kafkalab.storage.segment import EntryPosition, LogSegment
+from kafkalab.storage.positions import EntryPosition
+from kafkalab.storage.segment import LogSegment
 from kafkalab.storage.time_index import TimeIndex
 
 START_MS = 1_557_554_753_400  # the worked example's first timestamp

@@ -219,7 +219,7 @@ def test_metadata_then_produce_creates_the_topic_as_real_producers_do(harness):
 
 
 def test_fetch_response_carries_file_slices_for_sendfile(harness):
-    from kafkalab.storage.segment import FileSlice
+    from kafkalab.storage.positions import FileSlice
 
     harness.create_topic("t")
     harness.produce("t", 0, batch([b"a"]))

@@ -13,7 +13,7 @@ from kafkalab.protocol.fetch_codec import decode_fetch_request, decode_fetch_res
 from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from kafkalab.protocol.types import RecordsParts, Writer
-from kafkalab.storage.segment import FileSlice
+from kafkalab.storage.positions import FileSlice
 from kafkalab.server.connection import coalesce
 from tests.protocol._protocol_values import random_struct
 

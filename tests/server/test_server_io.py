@@ -17,7 +17,7 @@ import pytest
 from kafkalab.broker.request import Outgoing
 from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.header import decode_response, encode_request
-from kafkalab.storage.segment import FileSlice
+from kafkalab.storage.positions import FileSlice
 from kafkalab.server import KafkaServer
 from kafkalab.server import connection as connection_module
 from kafkalab.server.connection import Connection, coalesce

@@ -7,7 +7,7 @@ import pytest
 
 from kafkalab.errors import ErrorCode, StorageError
 from kafkalab.protocol.types import RecordsParts, Writer
-from kafkalab.storage.segment import FileSlice
+from kafkalab.storage.positions import FileSlice
 
 
 def test_slice_reads_its_range_and_a_short_file_is_a_storage_error(tmp_path):

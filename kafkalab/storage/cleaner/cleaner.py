@@ -63,11 +63,11 @@ from kafkalab.storage.cleaner.reference import KeyOffsetMap
 from kafkalab.storage.cleaner.rules import CleanedTransactions, LastRecord, RetentionRule
 from kafkalab.storage.cleaner.stats import CleanerStats
 from kafkalab.storage.log_config import LogConfig
-from kafkalab.storage.segment import SEGMENT_FILE_BYTES_MAX, SEGMENT_SUFFIXES, LogSegment, file_name
+from kafkalab.storage.log_files import CLEANED_SUFFIX, SEGMENT_SUFFIXES, file_name
+from kafkalab.storage.offset_index import RELATIVE_OFFSET_MAX
+from kafkalab.storage.segment import SEGMENT_FILE_BYTES_MAX, LogSegment
 from kafkalab.storage.txn_index import AbortedTxn
 
-CLEANED_SUFFIX = ".cleaned"
-RELATIVE_OFFSET_MAX = 2**31 - 1  # a segment addresses offsets as int32 deltas from its base
 
 FaultHook = Callable[[str], None]
 __all__ = ["CleanResult", "Cleaner", "CleanerStats", "read_segment"]
