@@ -47,6 +47,7 @@ import numpy as np
 
 from kafkalab.errors import StorageError
 from kafkalab.spark.files import Location
+from kafkalab.storage.log_files import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 from kafkalab.storage.offset_index import OffsetIndex
 from kafkalab.storage.time_index import TimeIndex
 
@@ -226,7 +227,7 @@ def split_segment(
     filesystem = None if path.is_local else path.filesystem
     if size_bytes <= split_bytes:
         return [InputSplit(topic, partition, path.path, base_offset, 0, size_bytes, base_offset, high, filesystem)]
-    entries = read_offset_index(path.with_suffix(".index"), base_offset, size_bytes)
+    entries = read_offset_index(path.with_suffix(INDEX_SUFFIX), base_offset, size_bytes)
     cuts = _cut_points(entries, size_bytes, split_bytes)
     starts = [0] + [int(entries[i, 1]) for i in cuts]
     lows = [base_offset] + [int(entries[i - 1, 0]) + 1 if i > 0 else base_offset for i in cuts]
@@ -241,7 +242,7 @@ def split_segment(
 def _segment_kept_by_time(bounds: ScanBounds, path: Location, is_active: bool) -> bool:
     if is_active or bounds.timestamp_min == INT64_MIN:
         return True
-    largest = largest_timestamp(path.with_suffix(".timeindex"))
+    largest = largest_timestamp(path.with_suffix(TIME_INDEX_SUFFIX))
     return largest is None or largest >= bounds.timestamp_min
 
 

@@ -34,6 +34,7 @@ from typing import TextIO
 from kafkalab.errors import CorruptIndexError, CorruptRecordError
 from kafkalab.records.header import decrement_sequence, iter_headers, read_header
 from kafkalab.storage import producer_snapshot
+from kafkalab.storage.log_files import INDEX_SUFFIX, LOG_SUFFIX, PRODUCER_SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from kafkalab.storage.offset_index import ENTRY as OFFSET_ENTRY
 from kafkalab.storage.time_index import ENTRY as TIME_ENTRY
 from kafkalab.storage.txn_index import ENTRY as TXN_ENTRY
@@ -61,7 +62,7 @@ def _read_entries(path: Path, entry: struct.Struct) -> tuple[list[tuple[int, ...
 
 
 def _log_view(path: Path) -> bytes | mmap.mmap:
-    log_path = path.with_name(path.name.split(".")[0] + ".log")
+    log_path = path.with_name(path.name.split(".")[0] + LOG_SUFFIX)
     if not log_path.exists() or log_path.stat().st_size == 0:
         return b""
     with open(log_path, "rb") as file:
@@ -133,7 +134,7 @@ def dump_time_index(path: Path, args: argparse.Namespace, out: TextIO) -> None:
             raise CorruptIndexError(f"time index file {path} fails the sanity check")
         out.write(f"{path} passed sanity check.\n")
         return
-    index_path = path.with_name(path.name.split(".")[0] + ".index")
+    index_path = path.with_name(path.name.split(".")[0] + INDEX_SUFFIX)
     offsets = _offset_entries(index_path, base)[0] if index_path.exists() else []
     index_keys = [o for o, _p in offsets]
     log = _log_view(path)
@@ -215,8 +216,8 @@ def dump_producer_snapshot(path: Path, args: argparse.Namespace, out: TextIO) ->
 
 
 DUMPERS: dict[str, Dumper] = {
-    ".index": dump_offset_index,
-    ".timeindex": dump_time_index,
-    ".txnindex": dump_txn_index,
-    ".snapshot": dump_producer_snapshot,
+    INDEX_SUFFIX: dump_offset_index,
+    TIME_INDEX_SUFFIX: dump_time_index,
+    TXN_INDEX_SUFFIX: dump_txn_index,
+    PRODUCER_SNAPSHOT_SUFFIX: dump_producer_snapshot,
 }
