@@ -510,6 +510,16 @@ class GroupCoordinator(GroupAdministration):
         if group.join_operation is not None:
             group.join_operation.force_complete()  # finds the group Dead and does nothing
 
+    def take_over(self, group: ClassicGroup, now_ms: int, reason: str) -> None:
+        """A consumer group became this classic group (KIP-848's online downgrade; its records
+        are already written): every member's session starts, and a rebalance begins so that the
+        members rejoin and the leader's assignor decides again."""
+        self.now_ms = max(self.now_ms, now_ms)
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
+        self._prepare_rebalance(group, reason)
+
     # --- sessions -------------------------------------------------------------------------
 
     def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
@@ -541,6 +551,10 @@ class GroupCoordinator(GroupAdministration):
 
     def _append_group_metadata(self, group: ClassicGroup) -> int:
         """Write the group's GroupMetadata record; the offset it landed at."""
+        return self.log.append(self.partition_of(group.group_id), [self.group_metadata_record(group)], self.now_ms)
+
+    def group_metadata_record(self, group: ClassicGroup) -> tuple[bytes, bytes]:
+        """The group's GroupMetadata record (key, value): members, generation, assignments."""
         protocol = group.protocol_name
         members = tuple(
             MemberMetadata(member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -552,5 +566,4 @@ class GroupCoordinator(GroupAdministration):
         value = GroupMetadataValue(protocol_type=group.protocol_type or "", generation=group.generation_id,
                                    protocol=protocol, leader=group.leader_id,
                                    current_state_timestamp=self.now_ms, members=members)
-        return self.log.append(self.partition_of(group.group_id),
-                               [(group_metadata_key(group.group_id), group_metadata_value(value))], self.now_ms)
+        return group_metadata_key(group.group_id), group_metadata_value(value)

@@ -1,4 +1,4 @@
-"""A rolling upgrade from the classic group protocol to KIP-848's, with real clients.
+"""A rolling upgrade from the classic group protocol to KIP-848's, and back, with real clients.
 
 Two kafka-python consumers (the classic protocol: JoinGroup, SyncGroup, Heartbeat) share a
 six-partition topic. Then Kafka's Java consumer 3.9.1 joins the same group with
@@ -6,7 +6,8 @@ six-partition topic. Then Kafka's Java consumer 3.9.1 joins the same group with
 the classic group into a consumer group (``group.consumer.migration.policy`` is
 ``bidirectional``, Kafka 4.0's default), the server assignor gives the newcomer its share, and
 the classic members rejoin and keep theirs: two partitions each, no partition owned twice, and
-every record produced afterwards read exactly once.
+every record produced afterwards read exactly once. When the Java member leaves again, only
+classic members remain and the group goes back to the classic protocol (the downgrade).
 
 Sessions and intervals are shortened, but with the JVM's start the test takes some ten seconds,
 so it runs with the slow tests (``make campaign``); the default suite's variant drives the same
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer
+from kafka import KafkaAdminClient, KafkaConsumer
 
 from kafkalab.client.launcher import start_server
 from tests.interop.conftest import EXTERNAL_BOOTSTRAP
@@ -99,6 +100,40 @@ def test_kafka_python_members_stay_while_a_java_consumer_protocol_member_joins(b
         for owned, member_reads in zip(split(), (classic[0].reads, classic[1].reads, java.reads())):
             assert {p for p, _ in member_reads} <= owned
     finally:
+        for member in classic:
+            member.close()
+        if java is not None:
+            java.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_the_group_goes_back_to_classic_when_the_java_consumer_protocol_member_leaves(bootstrap_fast, topic_name):
+    """The rolling downgrade: the Java member leaves with a ConsumerGroupHeartbeat at epoch -1,
+    only classic members remain, and the coordinator turns the group back into a classic group
+    whose rebalance hands the two kafka-python members three partitions each."""
+    client = java_client()
+    create_topic(bootstrap_fast, topic_name, partitions=PARTITIONS)
+    classic = [ClassicMember(bootstrap_fast, topic_name) for _ in range(2)]
+    java: Member | None = None
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_fast)
+    try:
+        java = Member(client, bootstrap_fast, topic_name, GROUP)
+        assert _until(lambda: [len(m.partitions) for m in classic] + [len(java.assignment())] == [2, 2, 2],
+                      DEADLINE_S), [m.partitions for m in classic]
+        java.stop()
+        halves = lambda: [m.partitions for m in classic]  # noqa: E731
+        assert _until(lambda: sorted(map(len, halves())) == [3, 3] and set().union(*halves()) == set(range(PARTITIONS)),
+                      DEADLINE_S), halves()
+        described = admin.describe_groups([GROUP])[GROUP]  # classic DescribeGroups: a classic group again
+        assert (described["protocol_type"], described["group_state"], len(described["members"])) == (
+            "consumer", "Stable", 2), described
+        expected = _produce(bootstrap_fast, topic_name)
+        assert _until(lambda: {r for m in classic for r in m.reads} >= expected, DEADLINE_S)
+        for member in classic:
+            assert {p for p, _ in member.reads if (p, _) in expected} <= member.partitions
+    finally:
+        admin.close()
         for member in classic:
             member.close()
         if java is not None:

@@ -1,4 +1,4 @@
-"""Classic members inside a KIP-848 consumer group, and a classic group's online upgrade.
+"""Classic members inside a KIP-848 consumer group, and the online upgrade and downgrade.
 
 Theory of operation
 -------------------
@@ -21,6 +21,16 @@ members of both kinds, so the coordinator must (Kafka's ``GroupMetadataManager``
   assignment as a ConsumerProtocolAssignment; Heartbeat answers REBALANCE_IN_PROGRESS whenever
   the member should rejoin to move on: the group epoch is ahead of it, it has partitions to
   revoke, or partitions it waited for were released.
+
+* **downgrade** the consumer group back to a classic group when a member leaves by heartbeat
+  (epoch -1) or times out and every member left uses the classic protocol, if the policy is
+  ``downgrade`` or ``bidirectional``, more than the leaving member is in the group and the rest
+  fit ``group.max.size`` (Kafka's ``convertToClassicGroup``). One batch holds the consumer
+  group's tombstones and the classic GroupMetadata record: generation = the group epoch, each
+  member with its own protocols and session timeout, its target assignment encoded in its own
+  version of the consumer protocol. The classic group then starts a rebalance, so the members'
+  next heartbeats answer REBALANCE_IN_PROGRESS and the leader's assignor decides again. A
+  classic member's LeaveGroup never downgrades, as in Kafka.
 
 Partitions move between the two kinds under the one rule of :mod:`.member`: a partition goes
 to its new owner only once the old owner has let it go -- a consumer-protocol member by its
@@ -47,7 +57,8 @@ from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.consumer import records as r
 from kafkalab.group.consumer.group import ConsumerGroup
 from kafkalab.group.consumer.member import Assignment, ClassicMemberMetadata, ConsumerGroupMember, MemberState
-from kafkalab.group.group import ClassicGroup
+from kafkalab.group.group import ClassicGroup, Member
+from kafkalab.group.state import GroupState
 from kafkalab.group.requests import JoinRequest, JoinResult, SyncResult
 from kafkalab.protocol.messages.consumer_protocol import PROTOCOL_TYPE
 from kafkalab.protocol.schema_json import kafka_uuid
@@ -115,6 +126,60 @@ def _converted(coordinator: ConsumerGroupCoordinator, classic: ClassicGroup, mem
         member_epoch=classic.generation_id, previous_member_epoch=classic.generation_id,
         assigned=_by_topic_id(coordinator, assigned),
         classic=ClassicMemberMetadata(member.session_timeout_ms, member.protocols))
+
+
+# --- the downgrade ---------------------------------------------------------------------------
+
+
+def may_downgrade(coordinator: ConsumerGroupCoordinator, group: ConsumerGroup, leaving_id: str) -> bool:
+    """Kafka's ``validateOnlineDowngradeWithFencedMember``."""
+    staying = [m for member_id, m in group.members.items() if member_id != leaving_id]
+    return (coordinator.classic is not None and bool(staying) and all(m.classic is not None for m in staying)
+            and coordinator.settings.downgrade_enabled and len(staying) <= coordinator.classic.settings.max_size)
+
+
+def downgrade(coordinator: ConsumerGroupCoordinator, group: ConsumerGroup, leaving_id: str) -> ClassicGroup:
+    """Kafka's ``convertToClassicGroup`` for a member that left: the group's records get their
+    tombstones and the classic group its GroupMetadata record, in one batch; then the classic
+    coordinator owns the group and starts a rebalance."""
+    assert coordinator.classic is not None, "may_downgrade checks for a classic coordinator"
+    classic = ClassicGroup(group.group_id, state=GroupState.STABLE, state_timestamp_ms=coordinator.now_ms,
+                           generation_id=group.group_epoch, protocol_type=PROTOCOL_TYPE)
+    for member_id, member in group.members.items():
+        if member_id != leaving_id and member.classic is not None:
+            classic.add(Member(member_id, member.instance_id, member.client_id, member.client_host,
+                               member.rebalance_timeout_ms, member.classic.session_timeout_ms, PROTOCOL_TYPE,
+                               tuple(member.classic.protocols)))
+    classic.protocol_name = classic.select_protocol()
+    for member_id, classic_member in classic.members.items():
+        target = group.target.get(member_id, {})
+        classic_member.assignment = _encoded(group, target, classic_member.metadata(classic.protocol_name))
+    records = _group_tombstones(group)
+    records.append(coordinator.classic.group_metadata_record(classic))
+    coordinator.log.append(coordinator.classic.partition_of(group.group_id), records, coordinator.now_ms)
+    del coordinator.groups[group.group_id]
+    coordinator.classic.take_over(classic, coordinator.now_ms,
+                                  f"Downgrade group {group.group_id} from consumer to classic.")
+    return classic
+
+
+def _group_tombstones(group: ConsumerGroup) -> list[tuple[bytes, bytes | None]]:
+    """Kafka's ``createGroupTombstoneRecords``, in its order."""
+    group_id, members = group.group_id, list(group.members)
+    return [*(r.tombstone(8, group_id, m) for m in members), *(r.tombstone(7, group_id, m) for m in members),
+            r.tombstone(6, group_id), *(r.tombstone(5, group_id, m) for m in members),
+            r.tombstone(4, group_id), r.tombstone(3, group_id)]
+
+
+def _encoded(group: ConsumerGroup, assignment: Assignment, subscription: bytes) -> bytes:
+    """A ConsumerProtocolAssignment of ``assignment`` in the version of the member's own
+    ConsumerProtocolSubscription (Kafka's ``deserializeVersion``), topics named as the group's
+    subscription metadata names them."""
+    known = {topic_id: name for name, (topic_id, _count) in group.subscription_metadata.items()}
+    names = {topic_id: known[topic_id] for topic_id in assignment if topic_id in known}
+    partitions = tuple((names[t], p) for t in sorted(names, key=names.__getitem__) for p in sorted(assignment[t]))
+    version = Reader(subscription).int16()
+    return encode_assignment(ProtocolAssignment(partitions), max(0, min(version, 3)))
 
 
 # --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup from classic members --------------------------
@@ -244,4 +309,4 @@ def _by_topic_id(coordinator: ConsumerGroupCoordinator, partitions: Sequence[tup
     return {topic_id: frozenset(parts) for topic_id, parts in by_id.items()}
 
 
-__all__ = ["UpgradeRefused", "heartbeat", "join", "leave", "sync", "upgrade"]
+__all__ = ["UpgradeRefused", "downgrade", "heartbeat", "join", "leave", "may_downgrade", "sync", "upgrade"]

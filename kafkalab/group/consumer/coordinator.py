@@ -99,6 +99,11 @@ class ConsumerGroupSettings:
         """May a classic group become a consumer group when a consumer-protocol member joins?"""
         return self.migration_policy in ("upgrade", "bidirectional")
 
+    @property
+    def downgrade_enabled(self) -> bool:
+        """May a consumer group become a classic group when its last consumer-protocol member leaves?"""
+        return self.migration_policy in ("downgrade", "bidirectional")
+
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
@@ -368,7 +373,7 @@ class ConsumerGroupCoordinator:
             self.write(group.group_id, [r.current_assignment_record(group.group_id, left)])
             self._cancel(("rebalance", group.group_id, member.member_id))
         else:
-            self.fence(group, member)
+            self.fence_or_downgrade(group, member)
         return HeartbeatResult(E.NONE, None, request.member_id, request.member_epoch,
                                self.settings.heartbeat_interval_ms)
 
@@ -393,7 +398,22 @@ class ConsumerGroupCoordinator:
             return
         if member_epoch is not None and member.member_epoch != member_epoch:
             return
-        self.fence(group, member)
+        self.fence_or_downgrade(group, member)
+
+    def fence_or_downgrade(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """A member left by heartbeat or timed out: if only classic members remain, the group
+        may go back to the classic protocol (Kafka's ``consumerGroupFenceMember``); otherwise
+        the member is fenced. A classic member's LeaveGroup fences without this check, as in Kafka."""
+        if classic_members.may_downgrade(self, group, member.member_id):
+            self._cancel_all(group)
+            classic_members.downgrade(self, group, member.member_id)
+        else:
+            self.fence(group, member)
+
+    def _cancel_all(self, group: ConsumerGroup) -> None:
+        for member_id in group.members:
+            self._cancel(("session", group.group_id, member_id))
+            self._cancel(("rebalance", group.group_id, member_id))
 
     def start_session(self, group_id: str, member_id: str) -> None:
         """(Re)start the member's session: it is fenced unless it heartbeats within the timeout

@@ -1,6 +1,7 @@
 """A rolling upgrade on a ManualClock: a classic group becomes a consumer group when its first
 consumer-protocol member joins, and its classic members go on with JoinGroup, SyncGroup and
-Heartbeat. Subscriptions are written and assignments read by kafka-python's ConsumerProtocol."""
+Heartbeat; a rolling downgrade takes it back when its last consumer-protocol member leaves.
+Subscriptions are written and assignments read by kafka-python's ConsumerProtocol."""
 
 from __future__ import annotations
 
@@ -144,7 +145,93 @@ def test_classic_members_survive_a_coordinator_load():
 
 
 def test_the_migration_policy_takes_kafkas_four_values():
-    assert [ConsumerGroupSettings(migration_policy=p).upgrade_enabled
-            for p in ("disabled", "upgrade", "downgrade", "bidirectional")] == [False, True, False, True]
+    policies = ("disabled", "upgrade", "downgrade", "bidirectional")
+    assert [ConsumerGroupSettings(migration_policy=p).upgrade_enabled for p in policies] == [False, True, False, True]
+    assert [ConsumerGroupSettings(migration_policy=p).downgrade_enabled for p in policies] == [False, False, True, True]
     with pytest.raises(ConfigError, match="group.consumer.migration.policy"):
         ConsumerGroupSettings(migration_policy="sideways")
+
+
+# --- the downgrade -----------------------------------------------------------------------------
+
+
+def mixed_group(c: Cluster) -> tuple[str, str, str]:
+    """The upgraded group of the first test, settled: classic leader and follower and a Java
+    member with two partitions each, in group epoch 2."""
+    leader, follower = stable_classic_group(c)
+    java = c.join().member_id
+    for member_id in (leader, follower):
+        classic_join(c, member_id)
+        c.coordinator.sync_group("g", 2, member_id, None, "consumer", "range", [], c.now_ms, lambda result: None)
+    got = c.heartbeat(member_id=java, epoch=2, owned={})
+    assert len(parts(got.assignment)) == 2
+    return leader, follower, java
+
+
+def record_types(c: Cluster, since: int) -> list[int]:
+    (records,) = c.log.partitions.values()
+    return [int.from_bytes(key[:2], "big") for key, _value in records[since:]]
+
+
+def test_the_last_consumer_protocol_member_leaving_downgrades_the_group_to_classic():
+    c = Cluster()
+    leader, follower, java = mixed_group(c)
+    targets = {m: parts(c.consumer.groups["g"].target[m]) for m in (leader, follower)}
+    (log_records,) = c.log.partitions.values()
+    written = len(log_records)
+    assert c.heartbeat(member_id=java, epoch=-1).error_code == E.NONE  # it leaves
+    assert "g" not in c.consumer.groups
+    group = c.coordinator.groups["g"]
+    assert (group.state, group.generation_id, group.protocol_type, group.protocol_name) == (
+        GroupState.PREPARING_REBALANCE, 2, "consumer", "range")
+    assert set(group.members) == {leader, follower}
+    for member_id in (leader, follower):  # each keeps its target, in its own protocol version (1)
+        member = group.members[member_id]
+        assert member.session_timeout_ms == CLASSIC_SESSION_MS
+        decoded = KpAssignment.decode(member.assignment)
+        assert decoded.version == 1 and assigned(member.assignment) == targets[member_id]
+    # One batch: the consumer group's tombstones in Kafka's order, then GroupMetadata (type 2).
+    assert record_types(c, written) == [8, 8, 8, 7, 7, 7, 6, 5, 5, 5, 4, 3, 2]
+    # The classic members are told to rejoin, and the leader's assignor decides again.
+    assert c.coordinator.heartbeat("g", 2, leader, None, c.now_ms) == E.REBALANCE_IN_PROGRESS
+    first, second = classic_join(c, leader), classic_join(c, follower)
+    assert first and second, "the join completes once both members are back"
+    assert {first[0].generation_id, second[0].generation_id} == {3}
+    answers = {a.member_id: a for a in (first[0], second[0])}
+    assert {len(a.members) for a in answers.values()} == {0, 2}  # only the leader gets the member list
+
+
+@pytest.mark.parametrize("policy", ["disabled", "upgrade"])
+def test_without_downgrade_in_the_policy_the_group_stays_a_consumer_group(policy: str):
+    c = Cluster(migration_policy="bidirectional")
+    leader, follower, java = mixed_group(c)
+    c.consumer.settings = ConsumerGroupSettings(migration_policy=policy)
+    c.heartbeat(member_id=java, epoch=-1)
+    assert "g" not in c.coordinator.groups and set(c.consumer.groups["g"].members) == {leader, follower}
+
+
+def test_a_classic_members_leave_group_never_downgrades():
+    c = Cluster()
+    leader, follower, java = mixed_group(c)
+    assert c.coordinator.leave_group("g", [(follower, None)], c.now_ms) == [E.NONE]
+    assert set(c.consumer.groups["g"].members) == {leader, java} and "g" not in c.coordinator.groups
+
+
+def test_a_consumer_protocol_members_session_timeout_downgrades_and_a_load_finds_the_classic_group():
+    c = Cluster()
+    leader, follower, java = mixed_group(c)
+    for _ in range(8):  # the classic members heartbeat; the Java member falls silent
+        c.advance(5_000)
+        for member_id in (leader, follower):
+            assert c.coordinator.heartbeat("g", 2, member_id, None, c.now_ms) == E.NONE
+    assert "g" in c.consumer.groups  # 40 s: within group.consumer.session.timeout.ms (45 s)
+    c.advance(5_100)
+    assert "g" not in c.consumer.groups and c.coordinator.groups["g"].is_in(GroupState.PREPARING_REBALANCE)
+    fresh = GroupCoordinator(c.coordinator.settings, c.log, c.timer, random.Random(2), topics=c.topics.get,
+                             consumer_settings=c.settings)
+    fresh.load(c.now_ms)
+    assert "g" not in fresh.consumer.groups
+    loaded = fresh.groups["g"]
+    assert (loaded.generation_id, set(loaded.members)) == (2, {leader, follower})
+    assert {m: assigned(loaded.members[m].assignment) for m in loaded.members} == {
+        m: assigned(c.coordinator.groups["g"].members[m].assignment) for m in (leader, follower)}
