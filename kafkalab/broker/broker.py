@@ -85,6 +85,7 @@ from kafkalab.protocol.types import Part
 from kafkalab.protocol.versions import ADVERTISED, is_implemented
 from kafkalab.purgatory import DelayedOperationPurgatory
 from kafkalab.replication.partition import ReplicationSettings
+from kafkalab.replication.replica_selector import selector_named
 from kafkalab.replication.replica_manager import ReplicaManager
 from kafkalab.storage.log_dir_failure import LogDirFailureChannel
 from kafkalab.timer import Scheduler, Timer
@@ -139,6 +140,9 @@ class Broker:
             self._unsubscribe = self.controller.subscribe(self._apply_image)
             self.controller.register_broker(registration)
         self.parked_fetches: dict[int, DelayedFetch] = {}  # by connection: one request in flight each
+        # KIP-392: who picks a consumer's preferred read replica (None: consumers read leaders).
+        selector_class = broker_value(config_store.layers(), str(settings.node_id), "replica.selector.class")
+        self.replica_selector = selector_named(None if selector_class is None else str(selector_class))
         self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
         self.client_hosts: dict[int, str] = {}  # by connection, filled in by the network adapter

@@ -179,6 +179,8 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("replica.socket.timeout.ms", I, 30000, "Socket timeout of the followers' fetch requests.", None),
     ConfigKey("replica.high.watermark.checkpoint.interval.ms", L, 5000, "How often the high watermarks are written to disk.", None),
     ConfigKey("num.replica.fetchers", I, 1, "Fetcher threads per source broker.", at_least(1), CW),
+    ConfigKey("broker.rack", STR, None, "The rack (or availability zone) of this broker, for placement and KIP-392."),
+    ConfigKey("replica.selector.class", CLASS, None, "Picks a consumer's preferred read replica (KIP-392); unset, consumers read leaders."),
     ConfigKey("auto.leader.rebalance.enable", B, True, "Move leadership back to the preferred replica in the background."),
     ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "How often the controller checks leader balance.", at_least(1)),
     ConfigKey("leader.imbalance.per.broker.percentage", I, 10, "Leader imbalance per broker that triggers a rebalance.", at_least(0)),

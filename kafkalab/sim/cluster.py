@@ -105,8 +105,9 @@ class SimCluster:
     """Brokers, a controller and a client in one deterministic simulation. Not thread-safe."""
 
     def __init__(self, data_dir: Path, *, nodes: int = 3, seed: int = 0, faults: LinkFaults | None = None,
-                 properties: dict[str, str] | None = None) -> None:
+                 properties: dict[str, str] | None = None, racks: dict[int, str] | None = None) -> None:
         self.seed = seed
+        self.racks = dict(racks or {})  # broker.rack of each node that has one
         self.data_dir = Path(data_dir)
         # Like Kafka's example single-node server.properties, a cluster smaller than the default
         # offsets.topic.replication.factor (3) is configured to its size; the brokers refuse to
@@ -135,7 +136,7 @@ class SimCluster:
             self.add_client(self.leader_balancer)
 
     def _open(self, node_id: int) -> Broker:
-        settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
+        settings = BrokerSettings(node_id=node_id, port=9090 + node_id, rack=self.racks.get(node_id))
         return open_broker(self.data_dir / f"node-{node_id}", self.properties, settings, self.clock,
                            random.Random(self._rng.getrandbits(64)), self.controller)
 

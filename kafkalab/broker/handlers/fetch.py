@@ -1,8 +1,12 @@
 """Fetch: read whole batches up to the high watermark, waiting for ``min_bytes`` if asked.
 
-Consumers (``replica_id`` -1) read from the leader, below the high watermark: a fetch naming an
-older ``current_leader_epoch`` (v9+, KIP-320) is answered FENCED_LEADER_EPOCH, a newer one
-UNKNOWN_LEADER_EPOCH, and a broker that is not the leader NOT_LEADER_OR_FOLLOWER. Followers
+Consumers (``replica_id`` -1) read below the high watermark: a fetch naming an older
+``current_leader_epoch`` (v9+, KIP-320) is answered FENCED_LEADER_EPOCH, a newer one
+UNKNOWN_LEADER_EPOCH. Before v11 only the leader serves consumers (others answer
+NOT_LEADER_OR_FOLLOWER); from v11 the consumer names its rack, a follower serves it up to the
+follower's own high watermark, and a leader with ``replica.selector.class`` set may answer with
+no records and a ``preferred_read_replica`` to read from instead (KIP-392, see
+:mod:`kafkalab.replication.replica_selector`); such an answer is sent at once. Followers
 (``replica_id`` >= 0) read up to the log end offset; their fetch offset is their LEO, which the
 leader records (:mod:`kafkalab.replication.partition`), and a last fetched epoch that does not
 match the leader's log is answered with ``diverging_epoch`` instead of records (KIP-595).
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
 from kafkalab.replication.partition import NotLeaderOrFollowerError, Partition
+from kafkalab.replication.replica_selector import NO_PREFERRED_REPLICA, Candidate, preferred_read_replica
 from kafkalab.replication.truncation import EpochEndOffset
 from kafkalab.broker.request import PENDING, Request
 from kafkalab.errors import ErrorCode, KafkaError
@@ -52,16 +57,18 @@ _R = FETCH_RESPONSE.cls
 _T = _R.FetchableTopicResponse
 _P = _T.PartitionData
 READ_COMMITTED = 1  # isolation_level: 0 read_uncommitted, 1 read_committed (KIP-98)
+CLIENT_METADATA_VERSION = 11  # Fetch v11+ carries the consumer's rack (KIP-392)
 ABORTED_ENTRIES_CACHED = 4096  # response entries for aborted transactions kept for reuse
 ANSWERS_CACHED = 4096  # partition answers without records kept for reuse
 
 
 def handle_fetch(broker: Broker, request: Request) -> Any:
     body = request.body
-    response, size_bytes, had_error = read_partitions(broker, body)
+    version = request.header.api_version
+    response, size_bytes, answer_now = read_partitions(broker, body, version, request.now_ms)
     if body.replica_id >= 0:
         _record_follower_fetch(broker, body, response, request.now_ms)
-    enough = size_bytes >= body.min_bytes or had_error
+    enough = size_bytes >= body.min_bytes or answer_now
     if enough or body.max_wait_ms <= 0 or len(broker.parked_fetches) >= DELAYED_FETCHES_MAX:
         return response
     header, connection_id = request.header, request.connection_id
@@ -71,7 +78,8 @@ def handle_fetch(broker: Broker, request: Request) -> Any:
         broker.respond(connection_id, ApiKey.FETCH, header.api_version, header.correlation_id, completed)
 
     operation = DelayedFetch(
-        connection_id, body.max_wait_ms, body.min_bytes, lambda: read_partitions(broker, body), respond,
+        connection_id, body.max_wait_ms, body.min_bytes,
+        lambda: read_partitions(broker, body, version, broker.timer.now_ms()), respond,
         name=f"fetch-{connection_id}-{header.correlation_id}",
     )
     keys = sorted({(t.topic, p.partition) for t in body.topics for p in t.partitions})
@@ -81,32 +89,41 @@ def handle_fetch(broker: Broker, request: Request) -> Any:
     return PENDING
 
 
-def read_partitions(broker: Broker, body: Any) -> tuple[Any, int, bool]:
-    """(response, record bytes found, whether any partition failed)."""
+def read_partitions(broker: Broker, body: Any, version: int = 0, now_ms: int = 0) -> tuple[Any, int, bool]:
+    """(response, record bytes found, whether to answer at once: a partition failed or points
+    the consumer to another replica)."""
     remaining_bytes = max(body.max_bytes, 0)
     min_one_message = True
     size_total = 0
-    had_error = False
+    answer_now = False
     topics = []
+    client = _ClientMetadata(body.rack_id or "", now_ms) if version >= CLIENT_METADATA_VERSION and body.replica_id < 0 else None
     for topic in body.topics:
         partitions = []
         for wanted in topic.partitions:
             limit = min(wanted.partition_max_bytes, remaining_bytes)
             data, size_bytes = _read_one(broker, topic.topic, wanted, limit, min_one_message, body.replica_id,
-                                         body.isolation_level == READ_COMMITTED)
-            had_error = had_error or data.error_code != 0
+                                         body.isolation_level == READ_COMMITTED, client)
+            answer_now = answer_now or data.error_code != 0 or data.preferred_read_replica != NO_PREFERRED_REPLICA
             if size_bytes:
                 min_one_message = False
                 remaining_bytes = max(remaining_bytes - size_bytes, 0)
                 size_total += size_bytes
             partitions.append(data)
         topics.append(_T(topic=topic.topic, partitions=tuple(partitions)))
-    return _R(error_code=0, session_id=0, responses=tuple(topics)), size_total, had_error
+    return _R(error_code=0, session_id=0, responses=tuple(topics)), size_total, answer_now
+
+
+class _ClientMetadata(NamedTuple):
+    """What a v11+ consumer fetch tells about its sender (Kafka's ``ClientMetadata``)."""
+
+    rack: str
+    now_ms: int
 
 
 def _read_one(
     broker: Broker, topic: str, wanted: Any, limit: int, min_one_message: bool, replica_id: int,
-    read_committed: bool,
+    read_committed: bool, client: _ClientMetadata | None = None,
 ) -> tuple[Any, int]:
     hosted = broker.topics.partition(topic, wanted.partition)
     if hosted is None:
@@ -119,12 +136,16 @@ def _read_one(
         return _P(partition_index=wanted.partition, error_code=error.error_code, high_watermark=-1, records=None), 0
     offsets = _Offsets(log.high_watermark, log.last_stable_offset, log.log_start_offset)
     try:
-        max_offset = _check_reader(hosted.partition, wanted, replica_id)
+        max_offset = _check_reader(hosted.partition, wanted, replica_id, leader_only=client is None)
     except _Diverging as diverging:
         epoch = _P.EpochEndOffset(epoch=diverging.answer.epoch, end_offset=diverging.answer.end_offset)
         return dataclasses.replace(_partition(wanted, 0, offsets, b""), diverging_epoch=epoch), 0
     except KafkaError as error:
         return _partition(wanted, error.error_code, offsets, None), 0
+    if client is not None and hosted.partition.is_leader and broker.replica_selector is not None:
+        preferred = _preferred_read_replica(broker, hosted.partition, wanted.fetch_offset, client)
+        if preferred != NO_PREFERRED_REPLICA:  # no read: the consumer goes there (Kafka skips it too)
+            return dataclasses.replace(_partition(wanted, 0, offsets, b""), preferred_read_replica=preferred), 0
     read_committed = read_committed and replica_id < 0  # followers copy everything
     if read_committed:
         max_offset = offsets.last_stable_offset
@@ -168,13 +189,24 @@ class _Diverging(Exception):
         self.answer = answer
 
 
-def _check_reader(partition: Partition, wanted: Any, replica_id: int) -> int | None:
-    """Who may read what: a consumer reads the leader below the HW; a follower reads to the
-    LEO once its last fetched epoch matches our log (else :class:`_Diverging`). Returns the
-    offset reads stop before (None: the LEO)."""
+def _preferred_read_replica(broker: Broker, partition: Partition, fetch_offset: int, client: _ClientMetadata) -> int:
+    """Ask the selector where this consumer should read (KIP-392); registered, unfenced
+    brokers only, as Kafka offers only replicas it has an endpoint for."""
+    assert broker.replica_selector is not None
+    racks = {b.broker_id: b.rack for b in broker.controller.image.brokers.values() if not b.fenced}
+    followers = [Candidate(replica_id, replica_id in partition.isr, state.log_start_offset, state.log_end_offset,
+                           state.last_caught_up_time_ms) for replica_id, state in sorted(partition.followers.items())]
+    return preferred_read_replica(broker.replica_selector, client.rack, partition.local_broker_id,
+                                  partition.log.log_end_offset, followers, racks, fetch_offset, client.now_ms)
+
+
+def _check_reader(partition: Partition, wanted: Any, replica_id: int, *, leader_only: bool = True) -> int | None:
+    """Who may read what: a consumer reads below the HW, from the leader only before Fetch v11;
+    a follower reads to the LEO once its last fetched epoch matches our log (else
+    :class:`_Diverging`). Returns the offset reads stop before (None: the LEO)."""
     if replica_id < 0:
         partition.check_current_leader_epoch(wanted.current_leader_epoch)
-        if not partition.is_leader:
+        if leader_only and not partition.is_leader:
             raise NotLeaderOrFollowerError(
                 f"broker {partition.local_broker_id} is not the leader of {partition.topic}-{partition.partition}")
         return partition.log.high_watermark

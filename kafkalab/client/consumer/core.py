@@ -21,7 +21,10 @@ Five kinds of request leave it, each kept apart so one never waits behind anothe
 * **OffsetFetch** for partitions the group just assigned (their committed offsets);
 * **ListOffsets** per leader for partitions that need ``auto.offset.reset`` or a seek to the
   beginning or end (:mod:`.positions` holds each partition's state);
-* **Fetch**, at most one in flight per broker (:mod:`.fetcher`), and **OffsetCommit** for
+* **Fetch**, at most one in flight per broker (:mod:`.fetcher`), to the leader, or to the
+  preferred read replica a leader named (KIP-392: with ``client.rack`` set and the brokers'
+  ``replica.selector.class``), until ``metadata.max.age.ms`` passes or that replica answers an
+  error; and **OffsetCommit** for
   ``commit_async``, ``commit_sync`` and ``enable.auto.commit`` every ``auto.commit.interval.ms``.
 
 Manual assignment. ``assign()`` joins no group, but with a ``group.id`` the consumer still
@@ -108,6 +111,7 @@ class ConsumerCore:
         self.member: GroupMember | None = None
         self.brokers: dict[int, tuple[str, int]] = {}  # node id -> (host, port), from Metadata
         self.leaders: dict[TopicPartition, int] = {}
+        self.read_replicas: dict[TopicPartition, tuple[int, int]] = {}  # KIP-392: (node, until_ms)
         self.error: KafkaError | None = None  # raised by the adapter's next poll()
         self._events: list[RebalanceEvent] = []
         self._notifications_seen = 0
@@ -238,7 +242,7 @@ class ConsumerCore:
         if self.leaders or not self.subscriptions.partitions:
             self._offset_fetch_request(out)
             self._list_offsets_requests(out)
-            self._fetch_requests(out)
+            self._fetch_requests(out, now_ms)
         return out
 
     def on_response(self, request_id: int, body: Any, now_ms: int) -> None:
@@ -358,16 +362,27 @@ class ConsumerCore:
                       build.list_offsets(timestamps, self.config.isolation), leader,
                       build.VERSIONS[ApiKey.LIST_OFFSETS])
 
-    def _fetch_requests(self, out: list[Request]) -> None:
-        by_leader: dict[int, list[tuple[TopicPartition, int]]] = {}
+    def _fetch_requests(self, out: list[Request], now_ms: int) -> None:
+        by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         for tp, position in self.subscriptions.fetchable():
-            leader = self.leaders.get(tp)
-            if leader is not None and leader not in self._fetching_from:
-                by_leader.setdefault(leader, []).append((tp, position))
-        for leader, positions in sorted(by_leader.items()):
-            self._fetching_from.add(leader)
-            self._add(out, "fetch", (leader, dict(positions)), ApiKey.FETCH, fetch_request(self.config, positions),
-                      leader, build.VERSIONS[ApiKey.FETCH])
+            node = self._read_from(tp, now_ms)
+            if node is not None and node not in self._fetching_from:
+                by_node.setdefault(node, []).append((tp, position))
+        for node, positions in sorted(by_node.items()):
+            self._fetching_from.add(node)
+            self._add(out, "fetch", (node, dict(positions)), ApiKey.FETCH, fetch_request(self.config, positions),
+                      node, build.VERSIONS[ApiKey.FETCH])
+
+    def _read_from(self, tp: TopicPartition, now_ms: int) -> int | None:
+        """The preferred read replica while it is fresh and known, else the leader (Kafka's
+        ``Fetcher.selectReadReplica``)."""
+        preferred = self.read_replicas.get(tp)
+        if preferred is not None:
+            node, until_ms = preferred
+            if now_ms < until_ms and node in self.brokers:
+                return node
+            del self.read_replicas[tp]
+        return self.leaders.get(tp)
 
     def _commit_requests(self, out: list[Request]) -> None:
         """Send queued commits once the coordinator is known: a member's under its generation,
@@ -446,6 +461,11 @@ class ConsumerCore:
             if entry is None or entry.state is not PartitionState.FETCHING or entry.position != positions.get(tp):
                 continue  # revoked, or sought elsewhere while the fetch was out
             error = ErrorCode(data.error_code)
+            if error == ErrorCode.NONE and data.preferred_read_replica >= 0:  # no records: read there
+                self.read_replicas[tp] = (data.preferred_read_replica, now_ms + self.config.metadata_max_age_ms)
+                continue
+            if error != ErrorCode.NONE:
+                self.read_replicas.pop(tp, None)  # back to the leader, as Kafka's consumer does
             if error == ErrorCode.NONE:
                 self._store(tp, data)
             elif error == ErrorCode.OFFSET_OUT_OF_RANGE:

@@ -94,6 +94,7 @@ def fetch_request(config: ConsumerConfig, positions: Iterable[tuple[TopicPartiti
     return request(replica_id=CONSUMER_REPLICA_ID, max_wait_ms=config.fetch_max_wait_ms,
                    min_bytes=config.fetch_min_bytes, max_bytes=config.fetch_max_bytes,
                    isolation_level=config.isolation, session_id=session_id, session_epoch=session_epoch,
+                   rack_id=config.client_rack or "",
                    topics=tuple(request.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
 
 
