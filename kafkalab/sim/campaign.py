@@ -18,7 +18,10 @@ wait                   100 ms to 40 s of simulated time pass (ISR checks, sessio
 
 After every action the :class:`~kafkalab.sim.invariants.ReplicationChecker` checks that no
 acknowledged record is lost, each leader epoch has one leader, leaders' HWs never fall and
-replicas agree below their HWs. A broken promise raises with a one-line replay command::
+replicas agree below their HWs. A kafkalab consumer reads both partitions from the start the
+whole time; :class:`~kafkalab.sim.consumer_check.ConsumerReadCheck` checks that no Fetch answer
+hands it a record at or above the committed end, and, once every replica is back, that every
+record it read is still the leader's. A broken promise raises with a one-line replay command::
 
     python -m kafkalab.sim.campaign --seed 1234
 
@@ -40,7 +43,9 @@ from pathlib import Path
 
 from kafkalab.records import Record, build_batch
 from kafkalab.sim.cluster import SimCluster
-from kafkalab.sim.invariants import ReplicationChecker
+from kafkalab.client.consumer import ConsumerConfig, ConsumerCore
+from kafkalab.sim.consumer_check import ConsumerReadCheck
+from kafkalab.sim.invariants import ReplicationChecker, records_below
 from kafkalab.sim.network import LinkFaults
 
 STEPS_DEFAULT = 40
@@ -71,20 +76,38 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> RunResult:
     try:
         cluster.create_topic(TOPIC, PARTITIONS, REPLICATION_FACTOR)
         cluster.run_for(100)
+        reader = _start_consumer(cluster, checker)
         for step in range(steps):
             action = rng.choice(ACTIONS)
             actions[action] += 1
             _act(cluster, checker, rng, action, step)
             checker.check()
+            reader.consumer.take_records(cluster.clock.milliseconds())  # keep its buffers flowing
         cluster.network.heal()
         for node_id, node in cluster.nodes.items():
             if not node.alive:
                 cluster.restart(node_id)
         cluster.run_for(60_000)  # everyone catches up
         checker.check()
+        reader.check_read_records_kept(lambda topic, partition: _leader_records(cluster, topic, partition))
     finally:
         cluster.close()
     return RunResult(seed, len(checker.acked), actions, checker.checks, cluster.clock.milliseconds() - start_ms)
+
+
+def _start_consumer(cluster: SimCluster, checker: ReplicationChecker) -> ConsumerReadCheck:
+    """A consumer of every partition from offset 0, its Fetch answers checked as they arrive."""
+    consumer = cluster.add_consumer("reader", ConsumerCore(ConsumerConfig(
+        auto_offset_reset="earliest", enable_auto_commit=False)))
+    consumer.assign([(TOPIC, p) for p in range(PARTITIONS)], cluster.clock.milliseconds())
+    return ConsumerReadCheck(cluster, checker, consumer)
+
+
+def _leader_records(cluster: SimCluster, topic: str, partition: int) -> dict[int, bytes | None] | None:
+    leader = cluster.leader(topic, partition)
+    node = cluster.nodes.get(leader)
+    hosted = node.broker.replica_manager.partition(topic, partition) if node is not None and node.alive else None
+    return None if hosted is None else records_below(hosted.log, hosted.log.log_end_offset)
 
 
 def _act(cluster: SimCluster, checker: ReplicationChecker, rng: random.Random, action: str, step: int) -> None:

@@ -76,7 +76,7 @@ class ReplicationChecker:
         if leader_log.high_watermark < self.high_watermarks.get(key, -1):
             self._fail(f"leader {leader}'s HW of {topic}-{index} fell to {leader_log.high_watermark} in epoch {epoch}")
         self.high_watermarks[key] = leader_log.high_watermark
-        leader_records = _records(leader_log, leader_log.log_end_offset)
+        leader_records = records_below(leader_log, leader_log.log_end_offset)
         for acked in self.acked:
             if (acked.topic, acked.partition) == (topic, index):
                 for position, value in enumerate(acked.values):
@@ -88,7 +88,7 @@ class ReplicationChecker:
             replica_log = self._live_log(node_id, topic, index)
             if replica_log is None or node_id == leader:
                 continue
-            for offset, value in _records(replica_log, replica_log.high_watermark).items():
+            for offset, value in records_below(replica_log, replica_log.high_watermark).items():
                 if leader_records.get(offset, b"\0missing") != value:
                     self._fail(f"replica {node_id} holds offset {offset} of {topic}-{index} below its HW "
                                f"{replica_log.high_watermark}, unlike leader {leader}")
@@ -106,7 +106,7 @@ class ReplicationChecker:
             f"python -m kafkalab.sim.campaign --seed {self.cluster.seed})")
 
 
-def _records(log: Log, below: int) -> dict[int, bytes | None]:
+def records_below(log: Log, below: int) -> dict[int, bytes | None]:
     """Offset -> value of every record below offset ``below`` (whole batches only)."""
     out: dict[int, bytes | None] = {}
     offset = log.log_start_offset
@@ -120,4 +120,4 @@ def _records(log: Log, below: int) -> dict[int, bytes | None]:
     return out
 
 
-__all__ = ["Acked", "InvariantViolation", "ReplicationChecker"]
+__all__ = ["Acked", "InvariantViolation", "ReplicationChecker", "records_below"]

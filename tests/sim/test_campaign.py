@@ -69,3 +69,38 @@ def test_the_checker_reports_replicas_that_disagree_below_the_hw(tmp_path: Path)
 def test_replay_command_runs_one_seed(capsys: pytest.CaptureFixture[str]) -> None:
     assert campaign.main(["--seed", "3", "--steps", "10"]) == 0
     assert "1 seeds, 10 steps each" in capsys.readouterr().out
+
+
+def test_the_consumer_check_reports_a_read_above_the_committed_end(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalab.broker.handlers import fetch as fetch_handler
+    from kafkalab.client.consumer import ConsumerConfig, ConsumerCore
+    from kafkalab.sim.consumer_check import ConsumerReadCheck
+
+    cluster = SimCluster(tmp_path, nodes=3, seed=4)
+    try:
+        cluster.create_topic("orders", 1, 3)
+        leader = cluster.leader("orders", 0)
+        checker = ReplicationChecker(cluster)
+        consumer = cluster.add_consumer("reader", ConsumerCore(ConsumerConfig(auto_offset_reset="earliest")))
+        consumer.assign([("orders", 0)], cluster.clock.milliseconds())
+        reader = ConsumerReadCheck(cluster, checker, consumer)
+        cluster.produce("orders", 0, batch([b"a"]))
+
+        def poll_for(duration_ms: int) -> None:
+            for _ in range(duration_ms // 100):
+                cluster.run_for(100)
+                consumer.take_records(cluster.clock.milliseconds())
+
+        poll_for(1_000)
+        assert reader.answers_checked > 0 and reader.read == {("orders", 0): {0: b"a"}}
+        real = fetch_handler._check_reader
+        monkeypatch.setattr(fetch_handler, "_check_reader",  # a broken broker: consumers read to the LEO
+                            lambda partition, wanted, replica_id, **kw: None if replica_id < 0 else real(
+                                partition, wanted, replica_id, **kw))
+        cluster.network.isolate(leader, [n for n in cluster.nodes if n != leader])  # the HW stalls at 1
+        cluster.send_produce("orders", 0, batch([b"b"]), lambda answer: None, acks=1)
+        with pytest.raises(InvariantViolation, match=r"consumer read orders-0 offset 1, at or above the committed end 1"):
+            poll_for(5_000)
+    finally:
+        cluster.close()

@@ -275,8 +275,9 @@ class ConsumerCore:
     def next_deadline_ms(self) -> int | None:
         """When :meth:`poll_requests` next has something to do without an answer arriving (auto
         commit is not among them: it happens in the application's poll, as in Kafka)."""
-        times = [] if self._metadata_due_ms is None else [self._metadata_due_ms]
-        if self._needs_assigned_coordinator():
+        # A request in flight is rescheduled by its answer or its failure, not by the clock.
+        times = [] if self._metadata_due_ms is None or self.in_flight("metadata") else [self._metadata_due_ms]
+        if self._needs_assigned_coordinator() and not self.in_flight("find-coordinator"):
             times.append(self._find_coordinator_due_ms)
         if self.member is not None and not self._events:
             member_due = self.member.next_deadline_ms()
