@@ -39,6 +39,7 @@ class HighWatermarkMoved:
     partition: int
     old: int
     new: int
+    follower: bool = False  # a follower learned it from its leader's fetch answer
 
 
 @dataclass(frozen=True, slots=True)

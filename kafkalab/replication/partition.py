@@ -384,6 +384,16 @@ class Partition:
 
     # --- high watermark and acks=all -----------------------------------------------------------
 
+    def follower_high_watermark_updated(self, old: int) -> None:
+        """As a follower, our HW came from the leader's fetch answer: report a move as
+        :meth:`maybe_increment_high_watermark` reports the leader's."""
+        if self.log.high_watermark == old:
+            return
+        if self._watched:
+            self._emit(ev.HighWatermarkMoved(self.topic, self.partition, old, self.log.high_watermark, follower=True))
+        if self.on_high_watermark_moved is not None:
+            self.on_high_watermark_moved(self.topic, self.partition)
+
     def maybe_increment_high_watermark(self, now_ms: int) -> bool:
         """Move the HW to the smallest LEO that counts (see the module docstring)."""
         if not self.is_leader or self.is_under_min_isr:

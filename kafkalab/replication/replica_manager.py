@@ -226,8 +226,20 @@ class ReplicaManager:
     # --- the follower's work -------------------------------------------------------------------
 
     def on_fetch_response(self, leader_id: int, results: list[PartitionFetchResult]) -> list[TopicPartition]:
+        """Apply a leader's answer to our fetch; a follower whose HW moved reports it as a
+        leader does (an event, and parked consumer fetches re-checked: KIP-392 lets followers
+        serve them)."""
         fetcher = self.fetchers.get(leader_id)
-        return [] if fetcher is None else fetcher.on_fetch_response(results)
+        if fetcher is None:
+            return []
+        before = {key: hosted.log.high_watermark for key in {(r.topic, r.partition) for r in results}
+                  if (hosted := self.hosted.get(key)) is not None}
+        changed = fetcher.on_fetch_response(results)
+        for key in changed:
+            hosted = self.hosted.get(key)
+            if hosted is not None and key in before:
+                hosted.partition.follower_high_watermark_updated(before[key])
+        return changed
 
 
 __all__ = ["HostedPartition", "ImageApplied", "LogProvider", "ReplicaManager"]

@@ -16,7 +16,8 @@ fixed :data:`PARQUET_COLUMNS` schema.
 Worked example (seed 7, three brokers, ``orders`` placed on [3, 1, 2]): creating the topic
 records ``became-leader`` on node 3 (``leader_epoch`` 0, ``isr`` [1, 2, 3]) and
 ``became-follower`` on nodes 1 and 2; an acks=all produce of two records adds ``hw-moved`` on
-node 3 (``old_hw`` 0, ``new_hw`` 2) and ``produce-answer`` (``offset`` 0, ``error_code`` 0). Cut
+node 3 (``old_hw`` 0, ``new_hw`` 2) and ``produce-answer`` (``offset`` 0, ``error_code`` 0), then
+``follower-hw-moved`` on nodes 1 and 2 as their next fetch answers bring them the new HW. Cut
 node 1 off at 0 s while a producer keeps writing and, at the 45 s ISR check, node 3 reports
 ``isr-proposed`` (``isr`` [1, 2, 3], ``new_isr`` [2, 3]) and ``isr-changed`` (``partition_epoch``
 1). A leader reports ``became-leader`` again each time it applies an image that names it, ISR
@@ -72,7 +73,7 @@ class EventRow:
 
 
 KINDS = ("became-leader", "became-follower", "hw-moved", "isr-proposed", "isr-changed",
-         "produce-answer", "crash", "restart", "group-request", "group-response")
+         "produce-answer", "crash", "restart", "group-request", "group-response", "follower-hw-moved")
 GROUP_APIS: dict[int, str] = {  # API key -> the name Kafka's protocol guide uses
     ApiKey.FIND_COORDINATOR: "FindCoordinator", ApiKey.JOIN_GROUP: "JoinGroup", ApiKey.METADATA: "Metadata",
     ApiKey.SYNC_GROUP: "SyncGroup", ApiKey.HEARTBEAT: "Heartbeat", ApiKey.LEAVE_GROUP: "LeaveGroup",
@@ -98,7 +99,8 @@ def _replication_row(time_ms: int, node_id: int, event: ev.ReplicationEvent) -> 
         case ev.BecameFollower():
             return EventRow(t, n, "became-follower", topic, p, leader_epoch=event.leader_epoch, leader=event.leader)
         case ev.HighWatermarkMoved():
-            return EventRow(t, n, "hw-moved", topic, p, old_hw=event.old, new_hw=event.new)
+            kind = "follower-hw-moved" if event.follower else "hw-moved"
+            return EventRow(t, n, kind, topic, p, old_hw=event.old, new_hw=event.new)
         case ev.IsrChangeProposed():
             return EventRow(t, n, "isr-proposed", topic, p, isr=event.isr, new_isr=event.proposed)
         case ev.IsrChanged():

@@ -39,6 +39,11 @@ def test_produce_rows(cluster: SimCluster) -> None:
     [acked] = recorder.of_kind("produce-answer")
     assert (acked.topic, acked.partition, acked.offset, acked.error_code) == ("orders", 0, 0, 0)
     assert acked.time_ms == cluster.clock.milliseconds() and moved.time_ms <= acked.time_ms
+    cluster.run_for(1_000)  # the followers' next fetch answers carry the new HW
+    learned = recorder.of_kind("follower-hw-moved")
+    assert sorted((r.node_id, r.old_hw, r.new_hw) for r in learned) == sorted(
+        (n, 0, 2) for n in set(cluster.nodes) - {leader})
+    assert all(r.time_ms > moved.time_ms for r in learned)  # one fetch round trip later
 
 
 def test_isr_shrink_and_expand_rows_follow_the_controller(cluster: SimCluster) -> None:
