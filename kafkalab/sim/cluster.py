@@ -59,6 +59,7 @@ from kafkalab.protocol.header import decode_response, encode_request
 from kafkalab.replication.fetcher import PartitionFetch
 from kafkalab.replication.partition import AlterPartitionProposal
 from kafkalab.sim.network import LinkFaults, Network
+from kafkalab.storage.power_loss import LostTail, lose_unflushed, unflushed_tails
 
 START_MS = 1_700_000_000_000  # a fixed start so timestamps replay
 CLIENT = "client"
@@ -169,19 +170,24 @@ class SimCluster:
 
     # --- faults --------------------------------------------------------------------------------
 
-    def crash(self, node_id: int) -> None:
+    def crash(self, node_id: int, *, power_loss: bool = False) -> list[LostTail]:
         """Kill a broker: its memory and everything in flight to or from it are lost; its files
-        stay as written. The controller fences it after ``broker.session.timeout.ms``."""
+        stay as written -- unless ``power_loss``, when each segment also loses a seeded part of
+        what it wrote since its last fsync (:mod:`kafkalab.storage.power_loss`); returns what
+        was lost. The controller fences it after ``broker.session.timeout.ms``."""
         node = self.nodes[node_id]
         assert node.alive, f"broker {node_id} is already down"
         node.alive = False
+        tails = unflushed_tails(hosted.log for hosted in node.broker.replica_manager) if power_loss else []
         node.broker.halt()
+        lost = lose_unflushed(tails, self._rng) if power_loss else []
         node.fetching_from.clear()
         self.network.drop_node(node_id)
         for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
             del self._pending[correlation_id]
         self._fence_at[node_id] = self.clock.milliseconds() + BROKER_SESSION_TIMEOUT_MS
         self._notify("crash", node_id, None)
+        return lost
 
     def restart(self, node_id: int) -> None:
         """Start a crashed broker again on its directory: recovery runs, it registers anew."""

@@ -100,6 +100,9 @@ class LogSegment:
             raise StorageError(f"cannot open segment file {self.log_path}: {exc}") from exc
         self._close_fd = weakref.finalize(self, os.close, self._fd)  # see IndexFile.__init__
         self._size_bytes = os.fstat(self._fd).st_size
+        # Bytes known to be on the disk: what a power loss cannot take (see storage.power_loss).
+        # An existing file is taken as durable; appends are not until the next flush.
+        self._durable_bytes = self._size_bytes
         self._map: mmap.mmap | None = None
         self._map_bytes = 0
         self.offset_index = OffsetIndex(
@@ -123,6 +126,11 @@ class LogSegment:
     @property
     def size_bytes(self) -> int:
         return self._size_bytes
+
+    @property
+    def durable_bytes(self) -> int:
+        """The file's length at its last fsync (or when it was opened), at most its length now."""
+        return self._durable_bytes
 
     @property
     def fd(self) -> int:
@@ -502,6 +510,7 @@ class LogSegment:
             self._unmap()
             os.ftruncate(self._fd, valid)
             self._size_bytes = valid
+            self._durable_bytes = min(self._durable_bytes, valid)
         self.rolling_based_timestamp = headers[0].max_timestamp if headers else None
         return RecoveryResult(valid, truncated, reason, tuple(headers))
 
@@ -517,6 +526,7 @@ class LogSegment:
             self._unmap()
             os.ftruncate(self._fd, entry.position)
             self._size_bytes = entry.position
+            self._durable_bytes = min(self._durable_bytes, entry.position)
         if self._size_bytes == 0:
             self.rolling_based_timestamp = None
         self._bytes_since_last_index_entry = 0
@@ -532,6 +542,7 @@ class LogSegment:
 
     def flush(self) -> None:
         os.fsync(self._fd)
+        self._durable_bytes = self._size_bytes
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
