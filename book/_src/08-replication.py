@@ -354,6 +354,75 @@ for row in fo_events.rows:
               + ("" if row.leader_epoch is None else f"epoch {row.leader_epoch}"))
 
 # %% [markdown]
+# ## Power loss: what `fsync` is for
+# A crash kills the process, but the operating system still holds every write the log made: a
+# `write` returns once the bytes are in the page cache, and the kernel writes them to the disk
+# later. A **power loss** takes the page cache with it. Only what was `fsync`ed survives, plus
+# whatever the kernel happened to write back -- possibly half a batch.
+#
+# Kafka does not `fsync` each append: `flush.messages` and `flush.ms` default to "never", and
+# durability comes from replication instead. A broker that loses power comes back with a
+# shorter, perhaps torn log; recovery checks every batch after the recovery point (a torn batch
+# fails its CRC and is cut off, indexes are rebuilt), and the broker fetches what it lost from
+# the leader. Acknowledged records survive because the other ISR members still have them. Here
+# the leader of a fresh cluster loses power after ten `acks=all` writes that were never fsynced.
+
+# %%
+dark = SimCluster(scratch_dir(), nodes=3, seed=11, properties={"min.insync.replicas": "2"})
+dark.create_topic("orders", 1, 3)
+for i in range(10):
+    dark.produce("orders", 0, batch(f"write-{i}".encode()))
+dark_leader = dark.leader("orders", 0)
+for tail in dark.crash(dark_leader, power_loss=True):
+    print(f"broker {dark_leader} lost {tail.lost_bytes} of {tail.kept_bytes + tail.lost_bytes} bytes "
+          f"of {tail.log_path.name}")
+dark.run_for(15_000)
+print("new leader", dark.leader("orders", 0), "holds", len(log_batches(dark, dark.leader("orders", 0))), "batches")
+dark.restart(dark_leader)
+print(f"after recovery broker {dark_leader} holds", len(log_batches(dark, dark_leader)), "batches")
+dark.run_for(5_000)
+print("after fetching from the leader it holds", len(log_batches(dark, dark_leader)), "batches;",
+      "ISR", list(dark.controller.image.partition("orders", 0).isr))
+
+# %% [markdown]
+# The same loss on *every* replica at once -- a data centre going dark -- would lose the
+# acknowledged records too: that is the trade Kafka makes by default. Setting `flush.messages=1`
+# makes each append durable on its own, at the cost of an `fsync` per batch (chapter 15 measures
+# what that costs). The replication campaign (`python -m kafkalab.sim.campaign`) takes power
+# from one broker at a time, and only while every replica is in the ISR -- the condition under
+# which Kafka's promise holds.
+#
+# ## Fetching from the closest replica (KIP-392)
+# When brokers sit in different racks or availability zones, a consumer in zone *b* reading from
+# a leader in zone *a* pays for every byte crossing zones. With `broker.rack` set on each broker,
+# `client.rack` on the consumer and `replica.selector.class` set to Kafka's
+# `org.apache.kafka.common.replica.RackAwareReplicaSelector`, the leader answers such a consumer's
+# fetch with no records and a `preferred_read_replica`: the in-sync follower in the consumer's
+# own rack. The consumer then fetches from that follower, which serves records up to **its own**
+# HW -- one fetch behind the leader's, never beyond what is committed.
+
+# %%
+from kafkalab.client.consumer import ConsumerConfig, ConsumerCore
+from kafkalab.replication.replica_selector import RACK_AWARE_REPLICA_SELECTOR
+
+near = SimCluster(scratch_dir(), nodes=3, seed=3, racks={1: "zone-a", 2: "zone-b", 3: "zone-c"},
+                  properties={"replica.selector.class": RACK_AWARE_REPLICA_SELECTOR})
+near.create_topic("orders", 1, 3)
+near.produce("orders", 0, batch(b"x", b"y", b"z"))
+near_leader = near.leader("orders", 0)
+zone = next(z for n, z in near.racks.items() if n != near_leader)
+reader = near.add_consumer("reader", ConsumerCore(ConsumerConfig(
+    client_rack=zone, auto_offset_reset="earliest", enable_auto_commit=False)))
+reader.assign([("orders", 0)], near.clock.milliseconds())
+got: list[bytes] = []
+while len(got) < 3:
+    near.run_for(50)
+    got += [r.value for r in reader.take_records(near.clock.milliseconds())]
+print(f"leader: broker {near_leader} in {near.racks[near_leader]}; consumer in {zone}")
+print("read", got, "from broker", reader.read_replicas[("orders", 0)][0],
+      "until", (reader.read_replicas[("orders", 0)][1] - START_MS) // 1000, "s (metadata.max.age.ms)")
+
+# %% [markdown]
 # ## Widget: the ISR over time
 # The widget runs the same cluster with `min.insync.replicas=2` and a producer sending one
 # `acks=all` batch a second. Pick a follower, slow its links, kill it, cut it off or heal it,
@@ -478,6 +547,6 @@ assert int(lag_properties["replica.lag.time.max.ms"]) == 10_000 and left_at_s[0]
 # The brokers' logs live in scratch directories; this last cell removes them.
 
 # %%
-for cluster in (sim, story, fo, idle, late, quick):
+for cluster in (sim, story, fo, dark, near, idle, late, quick):
     cluster.close()
 remove_scratch_dirs()
