@@ -273,6 +273,70 @@ def test_the_plain_batch_path_writes_what_the_general_path_writes(tmp_path: Path
     general.close()
 
 
+def keyed_record_batches() -> list[bytes]:
+    """Uncompressed batches a compacted topic gets from a coordinator or a keyed producer:
+    one record (an OffsetCommit), a few, and FEW_RECORDS_MAX."""
+    return [v2_batch([b"k%d" % i for i in range(n)]) for n in (1, 2, log_append.FEW_RECORDS_MAX)]
+
+
+def test_a_compacted_topics_small_keyed_batch_takes_the_plain_path_with_the_general_paths_result(
+        tmp_path: Path) -> None:
+    """The fused path checks a compacted topic's keys by decoding the records as the general
+    path does; what it writes and reports must equal the general path's."""
+    now = 1_700_000_000_000
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=100)
+    fused = Log.open(tmp_path / "fused-0", config, ManualClock(now))
+    general = Log.open(tmp_path / "general-0", config, ManualClock(now))
+    for epoch, batch in enumerate(keyed_record_batches() * 3):
+        probe = bytearray(batch)
+        assert log_append.assign_plain_batch(probe, 0, 0, now, config, 0) is not None
+        info = fused.append_as_leader(batch, epoch)
+        assert info == general._append_batches(bytearray(batch), epoch, now, AppendOrigin.CLIENT)
+    written = fused.active_segment.log_path.read_bytes()
+    assert written == general.active_segment.log_path.read_bytes()
+    assert [[r.key for r in b] for b in batches_of(written)][:3] == [[b"k0"], [b"k0", b"k1"], [b"k%d" % i for i in range(8)]]
+    assert fused.active_segment.offset_index.raw_entries() == general.active_segment.offset_index.raw_entries()
+    assert fused.active_segment.offset_index.entries > 1
+    fused.close()
+    general.close()
+
+
+def with_bad_record_length(batch: bytes) -> bytes:
+    """``batch`` whose first record claims one byte more than it has, CRC fixed."""
+    data = bytearray(batch)
+    data[61] += 2  # the zig-zag varint length of the first record: one more
+    data[17:21] = crc32c.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    return bytes(data)
+
+
+@pytest.mark.parametrize(("case", "error"), [
+    ("null key", InvalidRecordError), ("second key null", InvalidRecordError),
+    ("corrupt record", CorruptRecordError), ("compressed", None), ("many records", None)])
+def test_a_compacted_topics_other_batches_go_to_the_general_path(tmp_path: Path, case: str,
+                                                                 error: type[Exception] | None) -> None:
+    now = 1_700_000_000_000
+    config = LogConfig(cleanup_policy="compact")
+    request = {
+        "null key": v2_batch([None]),
+        "second key null": v2_batch([b"a", None]),
+        "corrupt record": with_bad_record_length(v2_batch([b"a"])),
+        "compressed": v2_batch([b"a" * 200] * 2, compression=1),
+        "many records": v2_batch([b"k%d" % i for i in range(log_append.FEW_RECORDS_MAX + 1)]),
+    }[case]
+    assert request[22] & 0x07 == (1 if case == "compressed" else 0)
+    buf = bytearray(request)
+    assert log_append.assign_plain_batch(buf, 42, 3, now, config, 0) is None
+    assert buf == request  # untouched: the general path decides
+    log = Log.open(tmp_path / "t-0", config, ManualClock(now))
+    if error is None:
+        assert log.append_as_leader(request, 0).first_offset == 0
+    else:
+        with pytest.raises(error):
+            log.append_as_leader(request, 0)
+        assert log.log_end_offset == 0
+    log.close()
+
+
 def idempotent_batch() -> bytes:
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=7,
                                         producer_epoch=0, base_sequence=0, batch_size=1 << 20)
@@ -288,7 +352,7 @@ def claiming_log_append_time(batch: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("case", ["two batches", "idempotent", "claims LogAppendTime", "bad CRC", "bad count",
-                                  "too large", "future timestamp", "before.max.ms", "compacted",
+                                  "too large", "future timestamp", "before.max.ms", "compacted, a null key",
                                   "LogAppendTime topic", "short"])
 def test_the_plain_batch_path_leaves_every_other_request_to_the_general_path(case: str) -> None:
     now = 1_700_000_000_000
@@ -304,7 +368,7 @@ def test_the_plain_batch_path_leaves_every_other_request_to_the_general_path(cas
         "too large": (plain, LogConfig(max_message_bytes=len(plain) - 1)),
         "future timestamp": (timed_batch([now + HOUR_MS + 1]), LogConfig()),
         "before.max.ms": (plain, LogConfig(message_timestamp_before_max_ms=60_000)),
-        "compacted": (plain, LogConfig(cleanup_policy="compact")),
+        "compacted, a null key": (v2_batch([b"a", None]), LogConfig(cleanup_policy="compact")),
         "LogAppendTime topic": (plain, LogConfig(message_timestamp_type="LogAppendTime")),
         "short": (plain[:60], LogConfig()),
     }[case]
