@@ -61,6 +61,7 @@ from kafkalab.records.header import (
     read_header,
     verify_crc,
 )
+from kafkalab.records.varint import read_varint, read_varlong
 
 if TYPE_CHECKING:
     from kafkalab.records.columnar import RecordColumns
@@ -184,9 +185,10 @@ def assign_plain_batch(
     :func:`analyze_and_assign`, :func:`stamp` and :func:`summarize` would.
 
     A compacted topic's batch takes the path too when it is uncompressed and holds at most
-    ``FEW_RECORDS_MAX`` records that decode cleanly and all carry a key -- what the general
-    path's :func:`check_records` would decode and demand of it. That is every write of a group
-    or transaction coordinator (one OffsetCommit record, one ``__transaction_state`` record).
+    ``FEW_RECORDS_MAX`` records without headers that decode cleanly and all carry a key --
+    what the general path's :func:`check_records` would decode and demand of it. That is every
+    write of a group or transaction coordinator (one OffsetCommit record, one
+    ``__transaction_state`` record).
 
     Anything else returns None with ``buf`` untouched: several batches, an idempotent or
     transactional batch, a LogAppendTime claim, a LogAppendTime topic, a compressed or larger
@@ -207,7 +209,7 @@ def assign_plain_batch(
             and max_ts <= now_ms + config.message_timestamp_after_max_ms
             and crc32c.crc32c(memoryview(buf)[V2_ATTRIBUTES_OFFSET:]) == crc):
         return None
-    if config.compacted and not (attributes == 0 and count <= FEW_RECORDS_MAX and _all_keyed(buf)):
+    if config.compacted and not (attributes == 0 and count <= FEW_RECORDS_MAX and _all_keyed(buf, count)):
         return None
     _BASE_AND_LENGTH_AND_EPOCH.pack_into(buf, 0, next_offset, length, leader_epoch)
     last_offset = next_offset + delta
@@ -217,16 +219,39 @@ def assign_plain_batch(
     ))
 
 
-def _all_keyed(buf: bytearray | memoryview) -> bool:
-    """Do the records of the one uncompressed batch in ``buf`` decode, every one with a key?
-    Decoded as :func:`_check_few` decodes them, so False means the general path raises."""
-    from kafkalab.records.codec import decode_batch
-
+def _all_keyed(buf: bytearray | memoryview, count: int) -> bool:
+    """Do the ``count`` records of the one uncompressed batch in ``buf`` decode, every one with
+    a key and without headers? Each record's framing is walked as
+    :func:`~kafkalab.records.v2.read_record` reads it (lengths within the record, the fields
+    filling it exactly, no bytes after the last), so True means :func:`_check_few` would
+    decode the batch and find every key; False leaves the general path to decide. A record
+    with headers is left to it too: the decoder checks their keys' UTF-8. Worked example: the
+    OffsetCommit record ``5e 00 00 00 22 <17-byte key> 30 <24-byte value> 00`` has length 47,
+    key length 17, value length 24 and no headers."""
+    position, end = V2_HEADER_SIZE, len(buf)
     try:
-        batch = decode_batch(buf, read_header(buf, 0), check_crc=False)
-    except CorruptRecordError:
+        for _ in range(count):
+            if position >= end:
+                return False
+            length, body = read_varint(buf, position, end)
+            record_end = body + length
+            if length < 1 or record_end > end:
+                return False
+            _timestamp_delta, cursor = read_varlong(buf, body + 1, record_end)  # after attributes
+            _offset_delta, cursor = read_varint(buf, cursor, record_end)
+            key_length, cursor = read_varint(buf, cursor, record_end)
+            if key_length < 0 or cursor + key_length > record_end:  # a null key, or no room
+                return False
+            value_length, cursor = read_varint(buf, cursor + key_length, record_end)
+            if value_length < -1 or cursor + value_length > record_end:
+                return False
+            header_count, cursor = read_varint(buf, cursor + max(value_length, 0), record_end)
+            if header_count != 0 or cursor != record_end:
+                return False
+            position = record_end
+    except CorruptRecordError:  # a varint running past its region, or too long
         return False
-    return all(record.key is not None for record in batch.records)
+    return position == end
 
 
 def check_records(

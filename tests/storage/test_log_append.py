@@ -6,6 +6,7 @@ Batches are built by kafka-python, an independent codec, and read back with it.
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import crc32c
@@ -335,6 +336,48 @@ def test_a_compacted_topics_other_batches_go_to_the_general_path(tmp_path: Path,
             log.append_as_leader(request, 0)
         assert log.log_end_offset == 0
     log.close()
+
+
+def test_the_key_walk_accepts_only_batches_the_decoder_accepts_with_every_key() -> None:
+    """Seeded kafka-python batches (null keys, headers, empty values) and single-byte
+    corruptions of their records with the CRC fixed: whenever the fused path's key walk says
+    yes, the general path's decoder reads every record and finds every key; for the plain
+    keyed, headerless batches a coordinator writes it says yes."""
+    from kafkalab.records.codec import decode_batch
+    from kafkalab.records.header import read_header
+
+    rng = random.Random(15)
+    agreed = 0
+    for _ in range(300):
+        count = rng.randint(1, log_append.FEW_RECORDS_MAX)
+        keys = [None if rng.random() < 0.1 else rng.randbytes(rng.randint(0, 20)) for _ in range(count)]
+        with_headers = rng.random() < 0.2
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                            producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+        for i, key in enumerate(keys):
+            value = None if rng.random() < 0.1 else rng.randbytes(rng.randint(0, 40))
+            builder.append(i, timestamp=1_000 + i, key=key, value=value,
+                           headers=[("h", b"x")] if with_headers else [])
+        batch = bytearray(builder.build())
+        if rng.random() < 0.6:  # a corrupted record byte, or a cut record region
+            if rng.random() < 0.8:
+                batch[rng.randrange(61, len(batch))] = rng.randrange(256)
+            else:
+                del batch[rng.randrange(62, len(batch)):]
+                batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
+            batch[17:21] = crc32c.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+        try:
+            decoded = decode_batch(batch, read_header(batch, 0), check_crc=False)
+            decodes_keyed = all(r.key is not None for r in decoded.records)
+        except CorruptRecordError:
+            decoded, decodes_keyed = None, False
+        walked = log_append._all_keyed(batch, count)
+        if walked:
+            assert decodes_keyed
+        elif decodes_keyed and not with_headers:
+            raise AssertionError(f"a decodable keyed batch without headers was refused: {bytes(batch).hex()}")
+        agreed += walked
+    assert agreed > 50  # the walk did say yes often enough to be tested
 
 
 def idempotent_batch() -> bytes:
