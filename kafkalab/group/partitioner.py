@@ -13,18 +13,13 @@ partition 12 of ``__consumer_offsets`` holds its commits; ``"polygenelubricants"
 
 from __future__ import annotations
 
-import functools
-
 from kafkalab.partitioner import java_abs, java_string_hash
 
 OFFSETS_TOPIC = "__consumer_offsets"  # Kafka's Topic.GROUP_METADATA_TOPIC_NAME
 OFFSETS_TOPIC_PARTITIONS_DEFAULT = 50  # offsets.topic.num.partitions
 
 __all__ = ["OFFSETS_TOPIC", "OFFSETS_TOPIC_PARTITIONS_DEFAULT", "java_abs", "java_string_hash", "partition_for"]
-GROUPS_CACHED = 4096  # group ids whose partition is remembered: every request of a group asks
 
-
-@functools.lru_cache(maxsize=GROUPS_CACHED)
 def partition_for(group_id: str, partition_count: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT) -> int:
     """The ``__consumer_offsets`` partition that coordinates ``group_id``."""
     assert partition_count > 0
