@@ -34,7 +34,9 @@ from kafkalab.broker.handlers.fetch import on_partition_appended
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.group.log import KeyValue
 from kafkalab.group.partitioner import OFFSETS_TOPIC
-from kafkalab.records import Record, RecordBatch, build_batch, iter_batches
+from kafkalab.records import Record, RecordBatch, iter_batches
+from kafkalab.records.header import NO_TIMESTAMP, TRANSACTIONAL_FLAG_MASK
+from kafkalab.records.v2 import encode_record, seal_v2_batch
 from kafkalab.records.control import ControlRecordType, parse_control_record
 from kafkalab.storage.producer_state import AppendOrigin
 from kafkalab.timer import ScheduledTask, Scheduler
@@ -70,12 +72,7 @@ class BrokerCoordinatorLog:
         if hosted is None or not hosted.partition.is_leader:  # only the leader coordinates its groups
             raise KafkaError(f"broker {self.broker.settings.node_id} does not lead {self.topic}-{partition}",
                              error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        base_offset = hosted.log.log_end_offset
-        producer_id, producer_epoch = producer if producer is not None else (-1, -1)
-        batch = build_batch([Record(base_offset + index, now_ms, key, value)
-                             for index, (key, value) in enumerate(records)], base_offset=base_offset,
-                            producer_id=producer_id, producer_epoch=producer_epoch,
-                            is_transactional=producer is not None)
+        batch = coordinator_batch(records, hosted.log.log_end_offset, now_ms, producer)
         origin = AppendOrigin.CLIENT if producer is None else AppendOrigin.COORDINATOR
         try:
             info = hosted.partition.append_records_to_leader(batch, ACKS_ALL, now_ms, origin=origin)
@@ -165,6 +162,21 @@ class BrokerCoordinatorLog:
         config_store.alter("topics", self.topic,
                            add={"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
         self.broker.topics.create(self.topic, self.partition_count, self.replication_factor)
+
+
+def coordinator_batch(records: Sequence[KeyValue], base_offset: int, now_ms: int,
+                      producer: tuple[int, int] | None = None) -> bytes:
+    """One uncompressed v2 batch of ``records``, every one stamped ``now_ms`` (CreateTime); the
+    producer's transactional batch when ``producer`` (id, epoch) is given. The bytes
+    ``build_batch`` gives for the same records, without a ``Record`` object per record: each
+    record is encoded straight from its key and value, as a producer appends them."""
+    producer_id, producer_epoch = producer if producer is not None else (-1, -1)
+    timestamp_ms = now_ms if records else NO_TIMESTAMP
+    body = b"".join(encode_record(index, 0, key, value) for index, (key, value) in enumerate(records))
+    return seal_v2_batch(body, len(records), base_offset=base_offset, last_offset_delta=max(len(records) - 1, 0),
+                         base_timestamp=timestamp_ms, max_timestamp=timestamp_ms,
+                         attributes=0 if producer is None else TRANSACTIONAL_FLAG_MASK,
+                         producer_id=producer_id, producer_epoch=producer_epoch)
 
 
 def _committed(batch: RecordBatch, from_offset: int, open_transactions: dict[int, list[Record]]) -> list[Record]:

@@ -31,6 +31,7 @@ REBALANCE_IN_PROGRESS, c1 rejoins alone and gets generation 2 with every partiti
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
 from collections.abc import Callable, Sequence
@@ -53,6 +54,7 @@ from kafkalab.purgatory import DelayedOperationPurgatory
 from kafkalab.timer import Timer
 
 JOIN_GROUP_MEMBER_ID_REQUIRED_VERSION = 4  # KIP-394: JoinGroup v4+ may answer MEMBER_ID_REQUIRED
+GROUPS_CACHED = 4096  # group ids whose partition is remembered: each request of a group asks
 E = ErrorCode
 S = GroupState
 
@@ -547,7 +549,7 @@ class GroupCoordinator(GroupAdministration):
     # --- the log --------------------------------------------------------------------------
 
     def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.settings.offsets_partitions)
+        return _cached_partition_for(group_id, self.settings.offsets_partitions)
 
     def _append_group_metadata(self, group: ClassicGroup) -> int:
         """Write the group's GroupMetadata record; the offset it landed at."""
@@ -567,3 +569,8 @@ class GroupCoordinator(GroupAdministration):
                                    protocol=protocol, leader=group.leader_id,
                                    current_state_timestamp=self.now_ms, members=members)
         return group_metadata_key(group.group_id), group_metadata_value(value)
+
+
+# Every request of a group asks for its partition, some twice; hashing the id in Python each
+# time cost more than the answer's encoding.
+_cached_partition_for = functools.lru_cache(maxsize=GROUPS_CACHED)(partition_for)

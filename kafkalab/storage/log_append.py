@@ -61,6 +61,7 @@ from kafkalab.records.header import (
     read_header,
     verify_crc,
 )
+from kafkalab.records.varint import read_varint, read_varlong
 
 if TYPE_CHECKING:
     from kafkalab.records.columnar import RecordColumns
@@ -176,22 +177,28 @@ def assign_plain_batch(
 ) -> LogAppendInfo | None:
     """The leader's pass for the common produce request, in one function: ``buf`` (writable)
     is exactly one v2 batch from a plain producer (producer id -1, no attribute flag set but
-    the codec) for a CreateTime topic that is not compacted, and it passes every rule the
-    general path applies -- size against ``max.message.bytes`` and ``segment.bytes``, record
-    count against the offset range, CRC, and the CreateTime bounds when the batch's
-    ``maxTimestamp`` settles them (``message.timestamp.before.max.ms`` at its default, never).
-    Then the base offset and leader epoch are written into ``buf`` and the append's info
-    returned, as :func:`analyze_and_assign`, :func:`stamp` and :func:`summarize` would.
+    the codec) for a CreateTime topic, and it passes every rule the general path applies --
+    size against ``max.message.bytes`` and ``segment.bytes``, record count against the offset
+    range, CRC, and the CreateTime bounds when the batch's ``maxTimestamp`` settles them
+    (``message.timestamp.before.max.ms`` at its default, never). Then the base offset and
+    leader epoch are written into ``buf`` and the append's info returned, as
+    :func:`analyze_and_assign`, :func:`stamp` and :func:`summarize` would.
+
+    A compacted topic's batch takes the path too when it is uncompressed and holds at most
+    ``FEW_RECORDS_MAX`` records without headers that decode cleanly and all carry a key --
+    what the general path's :func:`check_records` would decode and demand of it. That is every
+    write of a group or transaction coordinator (one OffsetCommit record, one
+    ``__transaction_state`` record).
 
     Anything else returns None with ``buf`` untouched: several batches, an idempotent or
-    transactional batch, a LogAppendTime claim, a compacted or LogAppendTime topic, a record
-    timestamp that needs decoding, or a batch breaking a rule -- the general path then
-    decides, and names the broken rule in its typed error. Worked example: a 16 KiB batch of
-    163 records, lastOffsetDelta 162, at LEO 1000 becomes offsets 1000..1162 with one
-    ``unpack``, one CRC and one ``pack_into``.
+    transactional batch, a LogAppendTime claim, a LogAppendTime topic, a compressed or larger
+    batch for a compacted topic, a record timestamp that needs decoding, or a batch breaking a
+    rule -- the general path then decides, and names the broken rule in its typed error.
+    Worked example: a 16 KiB batch of 163 records, lastOffsetDelta 162, at LEO 1000 becomes
+    offsets 1000..1162 with one ``unpack``, one CRC and one ``pack_into``.
     """
     size_bytes = len(buf)
-    if size_bytes < V2_HEADER_SIZE or config.log_append_time or config.compacted:
+    if size_bytes < V2_HEADER_SIZE or config.log_append_time:
         return None
     (_base, length, _epoch, magic, crc, attributes, delta, _base_ts, max_ts, producer_id, _producer_epoch,
      _sequence, count) = V2_HEADER.unpack_from(buf, 0)
@@ -202,12 +209,49 @@ def assign_plain_batch(
             and max_ts <= now_ms + config.message_timestamp_after_max_ms
             and crc32c.crc32c(memoryview(buf)[V2_ATTRIBUTES_OFFSET:]) == crc):
         return None
+    if config.compacted and not (attributes == 0 and count <= FEW_RECORDS_MAX and _all_keyed(buf, count)):
+        return None
     _BASE_AND_LENGTH_AND_EPOCH.pack_into(buf, 0, next_offset, length, leader_epoch)
     last_offset = next_offset + delta
     return _new_info(LogAppendInfo, (
         next_offset, last_offset, max_ts, last_offset if max_ts > NO_TIMESTAMP else -1, NO_TIMESTAMP,
         log_start_offset, size_bytes, count, 1,
     ))
+
+
+def _all_keyed(buf: bytearray | memoryview, count: int) -> bool:
+    """Do the ``count`` records of the one uncompressed batch in ``buf`` decode, every one with
+    a key and without headers? Each record's framing is walked as
+    :func:`~kafkalab.records.v2.read_record` reads it (lengths within the record, the fields
+    filling it exactly, no bytes after the last), so True means :func:`_check_few` would
+    decode the batch and find every key; False leaves the general path to decide. A record
+    with headers is left to it too: the decoder checks their keys' UTF-8. Worked example: the
+    OffsetCommit record ``5e 00 00 00 22 <17-byte key> 30 <24-byte value> 00`` has length 47,
+    key length 17, value length 24 and no headers."""
+    position, end = V2_HEADER_SIZE, len(buf)
+    try:
+        for _ in range(count):
+            if position >= end:
+                return False
+            length, body = read_varint(buf, position, end)
+            record_end = body + length
+            if length < 1 or record_end > end:
+                return False
+            _timestamp_delta, cursor = read_varlong(buf, body + 1, record_end)  # after attributes
+            _offset_delta, cursor = read_varint(buf, cursor, record_end)
+            key_length, cursor = read_varint(buf, cursor, record_end)
+            if key_length < 0 or cursor + key_length > record_end:  # a null key, or no room
+                return False
+            value_length, cursor = read_varint(buf, cursor + key_length, record_end)
+            if value_length < -1 or cursor + value_length > record_end:
+                return False
+            header_count, cursor = read_varint(buf, cursor + max(value_length, 0), record_end)
+            if header_count != 0 or cursor != record_end:
+                return False
+            position = record_end
+    except CorruptRecordError:  # a varint running past its region, or too long
+        return False
+    return position == end
 
 
 def check_records(

@@ -50,6 +50,7 @@ CompleteAbort. When the producer wakes up, its EndTxn with epoch 0 is answered P
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, overload
@@ -106,6 +107,10 @@ class InitProducerIdResult:
     producer_epoch: int = NO_PRODUCER_EPOCH
 
 
+TRANSACTIONAL_IDS_CACHED = 4096  # ids whose partition is remembered: each request asks several times
+
+
+@functools.lru_cache(maxsize=TRANSACTIONAL_IDS_CACHED)
 def partition_for(transactional_id: str, partition_count: int) -> int:
     """The ``__transaction_state`` partition of ``transactional_id`` (Kafka's ``partitionFor``)."""
     assert partition_count > 0

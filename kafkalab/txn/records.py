@@ -29,6 +29,7 @@ Worked example: ``app-1`` Ongoing with producer id 1000, epoch 2, timeout 60 000
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -59,6 +60,7 @@ TRANSACTION_LOG_VALUE = message("TransactionLogValue", valid="0-1", flexible="1+
 TRANSACTION_LOG_TYPE = 0  # the only record type of __transaction_state
 KEY_VERSION = 0
 VALUE_VERSION = 0  # Kafka's transactionLogValueVersion() below transaction.version 2
+KEYS_CACHED = 4096  # encoded keys kept: the transactional ids a busy coordinator serves
 
 TransactionLogValue = TRANSACTION_LOG_VALUE.cls
 PartitionsSchema = TransactionLogValue.PartitionsSchema
@@ -79,7 +81,9 @@ class TxnRecord:
     previous_producer_id: int = -1
 
 
+@functools.lru_cache(maxsize=KEYS_CACHED)
 def transaction_log_key(transactional_id: str) -> bytes:
+    """A producer writes its id's record several times per transaction: each key is encoded once."""
     writer = Writer()
     writer.int16(TRANSACTION_LOG_TYPE)
     TRANSACTION_LOG_KEY.encode_into(writer, TRANSACTION_LOG_KEY.cls(transactional_id=transactional_id), KEY_VERSION)

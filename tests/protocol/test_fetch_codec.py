@@ -101,7 +101,7 @@ def test_the_broker_uses_the_dedicated_codec_for_fetch(monkeypatch):
     from kafkalab.protocol import header
 
     calls: list[str] = []
-    monkeypatch.setattr(header, "decode_fetch_request", lambda data, version: calls.append("decode"))
+    monkeypatch.setitem(header.DEDICATED_READERS, 1, lambda data, version: calls.append("decode"))
     header.decode_request_body(1, 12, b"")
     assert calls == ["decode"]
 

@@ -6,6 +6,7 @@ Batches are built by kafka-python, an independent codec, and read back with it.
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import crc32c
@@ -273,6 +274,112 @@ def test_the_plain_batch_path_writes_what_the_general_path_writes(tmp_path: Path
     general.close()
 
 
+def keyed_record_batches() -> list[bytes]:
+    """Uncompressed batches a compacted topic gets from a coordinator or a keyed producer:
+    one record (an OffsetCommit), a few, and FEW_RECORDS_MAX."""
+    return [v2_batch([b"k%d" % i for i in range(n)]) for n in (1, 2, log_append.FEW_RECORDS_MAX)]
+
+
+def test_a_compacted_topics_small_keyed_batch_takes_the_plain_path_with_the_general_paths_result(
+        tmp_path: Path) -> None:
+    """The fused path checks a compacted topic's keys by decoding the records as the general
+    path does; what it writes and reports must equal the general path's."""
+    now = 1_700_000_000_000
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=100)
+    fused = Log.open(tmp_path / "fused-0", config, ManualClock(now))
+    general = Log.open(tmp_path / "general-0", config, ManualClock(now))
+    for epoch, batch in enumerate(keyed_record_batches() * 3):
+        probe = bytearray(batch)
+        assert log_append.assign_plain_batch(probe, 0, 0, now, config, 0) is not None
+        info = fused.append_as_leader(batch, epoch)
+        assert info == general._append_batches(bytearray(batch), epoch, now, AppendOrigin.CLIENT)
+    written = fused.active_segment.log_path.read_bytes()
+    assert written == general.active_segment.log_path.read_bytes()
+    assert [[r.key for r in b] for b in batches_of(written)][:3] == [[b"k0"], [b"k0", b"k1"], [b"k%d" % i for i in range(8)]]
+    assert fused.active_segment.offset_index.raw_entries() == general.active_segment.offset_index.raw_entries()
+    assert fused.active_segment.offset_index.entries > 1
+    fused.close()
+    general.close()
+
+
+def with_bad_record_length(batch: bytes) -> bytes:
+    """``batch`` whose first record claims one byte more than it has, CRC fixed."""
+    data = bytearray(batch)
+    data[61] += 2  # the zig-zag varint length of the first record: one more
+    data[17:21] = crc32c.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    return bytes(data)
+
+
+@pytest.mark.parametrize(("case", "error"), [
+    ("null key", InvalidRecordError), ("second key null", InvalidRecordError),
+    ("corrupt record", CorruptRecordError), ("compressed", None), ("many records", None)])
+def test_a_compacted_topics_other_batches_go_to_the_general_path(tmp_path: Path, case: str,
+                                                                 error: type[Exception] | None) -> None:
+    now = 1_700_000_000_000
+    config = LogConfig(cleanup_policy="compact")
+    request = {
+        "null key": v2_batch([None]),
+        "second key null": v2_batch([b"a", None]),
+        "corrupt record": with_bad_record_length(v2_batch([b"a"])),
+        "compressed": v2_batch([b"a" * 200] * 2, compression=1),
+        "many records": v2_batch([b"k%d" % i for i in range(log_append.FEW_RECORDS_MAX + 1)]),
+    }[case]
+    assert request[22] & 0x07 == (1 if case == "compressed" else 0)
+    buf = bytearray(request)
+    assert log_append.assign_plain_batch(buf, 42, 3, now, config, 0) is None
+    assert buf == request  # untouched: the general path decides
+    log = Log.open(tmp_path / "t-0", config, ManualClock(now))
+    if error is None:
+        assert log.append_as_leader(request, 0).first_offset == 0
+    else:
+        with pytest.raises(error):
+            log.append_as_leader(request, 0)
+        assert log.log_end_offset == 0
+    log.close()
+
+
+def test_the_key_walk_accepts_only_batches_the_decoder_accepts_with_every_key() -> None:
+    """Seeded kafka-python batches (null keys, headers, empty values) and single-byte
+    corruptions of their records with the CRC fixed: whenever the fused path's key walk says
+    yes, the general path's decoder reads every record and finds every key; for the plain
+    keyed, headerless batches a coordinator writes it says yes."""
+    from kafkalab.records.codec import decode_batch
+    from kafkalab.records.header import read_header
+
+    rng = random.Random(15)
+    agreed = 0
+    for _ in range(300):
+        count = rng.randint(1, log_append.FEW_RECORDS_MAX)
+        keys = [None if rng.random() < 0.1 else rng.randbytes(rng.randint(0, 20)) for _ in range(count)]
+        with_headers = rng.random() < 0.2
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                            producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+        for i, key in enumerate(keys):
+            value = None if rng.random() < 0.1 else rng.randbytes(rng.randint(0, 40))
+            builder.append(i, timestamp=1_000 + i, key=key, value=value,
+                           headers=[("h", b"x")] if with_headers else [])
+        batch = bytearray(builder.build())
+        if rng.random() < 0.6:  # a corrupted record byte, or a cut record region
+            if rng.random() < 0.8:
+                batch[rng.randrange(61, len(batch))] = rng.randrange(256)
+            else:
+                del batch[rng.randrange(62, len(batch)):]
+                batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
+            batch[17:21] = crc32c.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+        try:
+            decoded = decode_batch(batch, read_header(batch, 0), check_crc=False)
+            decodes_keyed = all(r.key is not None for r in decoded.records)
+        except CorruptRecordError:
+            decoded, decodes_keyed = None, False
+        walked = log_append._all_keyed(batch, count)
+        if walked:
+            assert decodes_keyed
+        elif decodes_keyed and not with_headers:
+            raise AssertionError(f"a decodable keyed batch without headers was refused: {bytes(batch).hex()}")
+        agreed += walked
+    assert agreed > 50  # the walk did say yes often enough to be tested
+
+
 def idempotent_batch() -> bytes:
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=7,
                                         producer_epoch=0, base_sequence=0, batch_size=1 << 20)
@@ -288,7 +395,7 @@ def claiming_log_append_time(batch: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("case", ["two batches", "idempotent", "claims LogAppendTime", "bad CRC", "bad count",
-                                  "too large", "future timestamp", "before.max.ms", "compacted",
+                                  "too large", "future timestamp", "before.max.ms", "compacted, a null key",
                                   "LogAppendTime topic", "short"])
 def test_the_plain_batch_path_leaves_every_other_request_to_the_general_path(case: str) -> None:
     now = 1_700_000_000_000
@@ -304,7 +411,7 @@ def test_the_plain_batch_path_leaves_every_other_request_to_the_general_path(cas
         "too large": (plain, LogConfig(max_message_bytes=len(plain) - 1)),
         "future timestamp": (timed_batch([now + HOUR_MS + 1]), LogConfig()),
         "before.max.ms": (plain, LogConfig(message_timestamp_before_max_ms=60_000)),
-        "compacted": (plain, LogConfig(cleanup_policy="compact")),
+        "compacted, a null key": (v2_batch([b"a", None]), LogConfig(cleanup_policy="compact")),
         "LogAppendTime topic": (plain, LogConfig(message_timestamp_type="LogAppendTime")),
         "short": (plain[:60], LogConfig()),
     }[case]
