@@ -34,6 +34,7 @@ from typing import Protocol
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError
 from kafkalab.records.control import ControlRecordType
+from kafkalab.records.header import HeaderWalker
 from kafkalab.records.kraft_control import CONTROL_MESSAGE_VERSION, LEADER_CHANGE_MESSAGE, control_batch
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
@@ -151,6 +152,17 @@ class StorageRaftLog:
         self.log.close()
 
 
+def batches_below(data: bytes, end_offset: int) -> bytes:
+    """The whole batches of ``data`` that end before ``end_offset`` (what a leader sends an
+    observer: committed batches only; the high watermark always falls between batches)."""
+    cut = 0
+    for header in HeaderWalker(data):
+        if header.last_offset >= end_offset:
+            break
+        cut = header.position + header.size_bytes
+    return data[:cut]
+
+
 def data_batch(values: Sequence[bytes], now_ms: int) -> bytes:
     """One v2 batch of keyless records (offsets are assigned when the leader appends it)."""
     return build_v2_batch([Record(i, now_ms, None, value) for i, value in enumerate(values)])
@@ -179,5 +191,5 @@ def leader_change_batch(
 
 __all__ = [
     "METADATA_DIR_NAME", "METADATA_PARTITION", "METADATA_TOPIC", "RaftLog", "StorageRaftLog",
-    "data_batch", "leader_change_batch", "leader_change_value",
+    "batches_below", "data_batch", "leader_change_batch", "leader_change_value",
 ]

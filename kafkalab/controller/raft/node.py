@@ -492,6 +492,8 @@ class RaftNode:
         if moved:
             self._on_high_watermark(out)
         records = log.read(request.fetch_offset, FETCH_MAX_BYTES)
+        if src not in self.voters:  # an observer (a broker) is sent committed batches only
+            records = metadata_log.batches_below(records, max(self._leader_hw(), 0))
         if not records and park and not moved and request.max_wait_ms > 0:
             leader.parked[src] = ParkedFetch(src, correlation_id, request, self.now_ms + request.max_wait_ms)
             return
