@@ -47,11 +47,12 @@ from kafkalab.controller.local import ImageListener, LocalController
 from kafkalab.controller.partition_change import Election
 from kafkalab.controller.raft.metadata_log import batches_below
 from kafkalab.controller.raft.messages import RaftMessage, Send
-from kafkalab.controller.raft.node import Output, RaftNode
+from kafkalab.controller.raft.leader import ReplicaDescription
+from kafkalab.controller.raft.node import Output, QuorumDescription, RaftNode
 from kafkalab.controller.raft.state import NO_ID, QuorumStateKind
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
-from kafkalab.metadata.record_log import READ_CHUNK_BYTES, replay_batches
+from kafkalab.metadata.record_log import READ_CHUNK_BYTES, SOLE_VOTER_EPOCH, replay_batches
 
 T = TypeVar("T")
 
@@ -151,6 +152,10 @@ class QuorumController:
     def epoch(self) -> int:
         return self.node.epoch
 
+    def describe_quorum(self, now_ms: int) -> QuorumDescription:
+        """DescribeQuorum's answer; raises NotLeaderError on a controller that is not the leader."""
+        return self.node.describe_quorum(now_ms)
+
     def is_committed(self, offset: int) -> bool:
         return offset < self.node.log.high_watermark
 
@@ -235,4 +240,11 @@ class QuorumController:
         return self._write(lambda c: c.allocate_producer_ids(broker_id, broker_epoch))
 
 
-__all__ = ["NotControllerError", "QuorumController"]
+def sole_voter_description(node_id: int, log_end_offset: int, now_ms: int) -> QuorumDescription:
+    """DescribeQuorum for a node that is its own quorum (a lone kafkalab node): leader of
+    :data:`SOLE_VOTER_EPOCH`, everything flushed is committed, and it is caught up with itself."""
+    voter = ReplicaDescription(node_id, log_end_offset, now_ms, now_ms)
+    return QuorumDescription(node_id, SOLE_VOTER_EPOCH, log_end_offset, (voter,))
+
+
+__all__ = ["NotControllerError", "QuorumController", "sole_voter_description"]

@@ -96,6 +96,7 @@ class QuorumDescription:
     leader_epoch: int
     high_watermark: int
     current_voters: tuple[ReplicaDescription, ...]
+    observers: tuple[ReplicaDescription, ...] = ()
 
 
 @dataclass(slots=True)
@@ -160,7 +161,7 @@ class RaftNode:
             raise NotLeaderError(f"node {self.local_id} is not the leader of epoch {self.epoch}")
         hw = self.leader.high_watermark
         return QuorumDescription(self.local_id, self.epoch, -1 if hw is None else hw,
-                                 self.leader.describe(now_ms))
+                                 self.leader.describe(now_ms), self.leader.describe_observers())
 
     def tick(self, now_ms: int) -> Output:
         """Fire whatever timer has expired by ``now_ms``."""

@@ -16,6 +16,7 @@ the same fields for that one partition.
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
 _ENDPOINT = [f("name", "string", "1+"), f("host", "string", "1+"), f("port", "uint16", "1+")]
@@ -105,7 +106,7 @@ END_QUORUM_EPOCH_RESPONSE = message(
     "EndQuorumEpochResponse", api_key=54, valid="0-1", flexible="1+",
     fields=_partition_answer("EndQuorumEpoch"))
 
-DESCRIBE_QUORUM_REQUEST = message("DescribeQuorumRequest", api_key=55, valid="0-2", flexible="0+", fields=[
+DESCRIBE_QUORUM_REQUEST = message("DescribeQuorumRequest", api_key=ApiKey.DESCRIBE_QUORUM, valid="0-2", flexible="0+", fields=[
     f("topics", "[]TopicData", fields=[
         f("topic_name", "string"),
         f("partitions", "[]PartitionData", fields=[f("partition_index", "int32")]),
@@ -120,7 +121,7 @@ _REPLICA_STATE = [
     f("last_caught_up_timestamp", "int64", "1+", default=-1),
 ]
 
-DESCRIBE_QUORUM_RESPONSE = message("DescribeQuorumResponse", api_key=55, valid="0-2", flexible="0+", fields=[
+DESCRIBE_QUORUM_RESPONSE = message("DescribeQuorumResponse", api_key=ApiKey.DESCRIBE_QUORUM, valid="0-2", flexible="0+", fields=[
     f("error_code", "int16"),
     f("error_message", "string", "2+", nullable="2+"),
     f("topics", "[]TopicData", fields=[
@@ -144,8 +145,9 @@ DESCRIBE_QUORUM_RESPONSE = message("DescribeQuorumResponse", api_key=55, valid="
     ]),
 ])
 
-# Not yet in kafkalab.protocol.messages.SCHEMAS: the broker would then advertise these APIs in
-# ApiVersions before any handler serves them. The controller's network adapter registers them.
+# Vote, BeginQuorumEpoch and EndQuorumEpoch are not in kafkalab.protocol.messages.SCHEMAS: a
+# broker does not serve them (the controller's network adapter registers them). DescribeQuorum
+# is there too: a broker answers it, as a Kafka broker forwards it to the active controller.
 RAFT_SCHEMAS = {
     52: (VOTE_REQUEST, VOTE_RESPONSE),
     53: (BEGIN_QUORUM_EPOCH_REQUEST, BEGIN_QUORUM_EPOCH_RESPONSE),
