@@ -116,6 +116,9 @@ class QuorumController:
     def _catch_up(self) -> None:
         """Replay the committed batches not yet in :attr:`image`, then publish it."""
         log, before = self.node.log, self.applied_offset
+        if self.applied_offset < log.log_start_offset:  # the records below were snapshotted away
+            self.image = log.latest_snapshot_image()
+            self.applied_offset = self.image.offset + 1
         while self.applied_offset < log.high_watermark:
             data = log.read(self.applied_offset, READ_CHUNK_BYTES)
             self.image = replay_batches(self.image, batches_below(data, log.high_watermark))
@@ -151,6 +154,12 @@ class QuorumController:
     @property
     def epoch(self) -> int:
         return self.node.epoch
+
+    def snapshot(self, now_ms: int) -> tuple[int, int]:
+        """Write the committed image as a ``.checkpoint`` and start the log after it (Kafka
+        snapshots every ``metadata.log.max.record.bytes.between.snapshots`` and later deletes the
+        log below); returns the snapshot id (end offset, epoch)."""
+        return self.node.log.snapshot_and_clean(self.image, now_ms)
 
     def describe_quorum(self, now_ms: int) -> QuorumDescription:
         """DescribeQuorum's answer; raises NotLeaderError on a controller that is not the leader."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kafkalab.controller.quorum_controller import QuorumController
-from kafkalab.controller.raft.messages import FetchResponse, RaftMessage
+from kafkalab.controller.raft.messages import FetchResponse, FetchSnapshotResponse, RaftMessage
 from kafkalab.controller.raft.node import RaftConfig, RaftNode
 from kafkalab.controller.raft.observer import MetadataObserver
 from kafkalab.sim.network import LinkFaults
@@ -86,7 +86,7 @@ class SimControllerQuorum(SimQuorum):
         controller = self.controllers.get(dst)
         if controller is not None:
             self._send_all(dst, controller.handle(src, correlation_id, message, now_ms))
-        elif dst in self.observers and isinstance(message, FetchResponse):
+        elif dst in self.observers and isinstance(message, (FetchResponse, FetchSnapshotResponse)):
             self._send_all(dst, self.observers[dst].handle(src, correlation_id, message, now_ms))
 
     def _tick(self, node_id: int, node: RaftNode, now_ms: int) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from kafkalab.clock import ManualClock
 from kafkalab.controller.quorum_controller import NotControllerError, QuorumController
-from kafkalab.controller.raft.messages import FetchRequest, FetchResponse
+from kafkalab.controller.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
 from kafkalab.controller.raft.metadata_log import StorageRaftLog
 from kafkalab.controller.raft.node import RaftNode
 from kafkalab.controller.raft.observer import MetadataObserver
@@ -168,3 +168,54 @@ def test_an_observer_finds_the_leader_through_any_voter(tmp_path: Path) -> None:
         assert observer.image == active.image
     finally:
         sim.close()
+
+
+def test_an_observer_below_the_log_start_fetches_the_snapshot(quorum: SimControllerQuorum) -> None:
+    quorum.write(lambda c: c.create_topic("orders", 3, 3))
+    quorum.run_for(1_000)
+    active = quorum.active()
+    assert active is not None
+    end_offset, epoch = active.snapshot(quorum.clock.milliseconds())
+    assert active.node.log.log_start_offset == end_offset == active.image.offset + 1
+    late = MetadataObserver(201, quorum.ids, quorum.clock.milliseconds(), config=quorum.config, snapshot_chunk_bytes=100)
+    quorum.observers[201] = late
+    quorum.write(lambda c: c.create_topic("after", 1, 1))  # lands in the log after the snapshot
+    quorum.run_for(2_000)
+    assert late.image == active.image and {"orders", "after"} <= set(late.image.topics)
+    assert late.fetch_offset == active.node.log.log_end_offset
+    described = active.describe_quorum(quorum.clock.milliseconds())
+    assert [o.replica_id for o in described.observers] == [101, 201]
+    assert described.observers[1].log_end_offset == late.fetch_offset
+
+
+def test_fetch_snapshot_errors(quorum: SimControllerQuorum) -> None:
+    active = quorum.active()
+    assert active is not None
+    end_offset, epoch = active.snapshot(quorum.clock.milliseconds())
+    size = len(active.node.log.snapshot_bytes(end_offset, epoch) or b"")
+
+    def ask(end: int, position: int, leader_epoch: int | None = None) -> FetchSnapshotResponse:
+        request = FetchSnapshotRequest(None, 201, 1 << 20, active.epoch if leader_epoch is None else leader_epoch,
+                                       end, epoch, position)
+        (send,) = active.handle(201, 5, request, quorum.clock.milliseconds())
+        assert isinstance(send.message, FetchSnapshotResponse)
+        return send.message
+    assert ask(end_offset, 0).size == size and len(ask(end_offset, 0).unaligned_records) == size
+    assert ask(end_offset + 1, 0).partition_error_code == ErrorCode.SNAPSHOT_NOT_FOUND
+    assert ask(end_offset, size + 1).partition_error_code == ErrorCode.POSITION_OUT_OF_RANGE
+    assert ask(end_offset, 0, leader_epoch=active.epoch - 1).partition_error_code == ErrorCode.FENCED_LEADER_EPOCH
+
+
+def test_a_restarted_controller_starts_from_its_snapshot(quorum: SimControllerQuorum) -> None:
+    quorum.write(lambda c: c.create_topic("orders", 2, 2))
+    quorum.run_for(1_000)
+    for controller in list(quorum.controllers.values()):
+        assert controller is not None
+        controller.snapshot(quorum.clock.milliseconds())
+    expected = quorum.active().image  # type: ignore[union-attr]
+    for node_id in quorum.ids:
+        quorum.crash(node_id)
+        quorum.start(node_id)
+    assert quorum.run_until_active() is not None
+    quorum.run_for(1_000)
+    assert all(image.topics == expected.topics and image.offset > expected.offset for image in _images(quorum))

@@ -33,6 +33,8 @@ from typing import Protocol
 
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError
+from kafkalab.metadata.image import MetadataImage
+from kafkalab.metadata.snapshot import latest_snapshot, read_snapshot, snapshot_id, snapshot_name, write_snapshot
 from kafkalab.records.control import ControlRecordType
 from kafkalab.records.header import HeaderWalker
 from kafkalab.records.kraft_control import CONTROL_MESSAGE_VERSION, LEADER_CHANGE_MESSAGE, control_batch
@@ -68,6 +70,10 @@ class RaftLog(Protocol):
     def initialize_leader_epoch(self, epoch: int) -> None: ...
     def update_high_watermark(self, offset: int) -> None: ...
     def close(self) -> None: ...
+    def latest_snapshot_id(self) -> tuple[int, int] | None: ...
+    def snapshot_bytes(self, end_offset: int, epoch: int) -> bytes | None: ...
+    def latest_snapshot_image(self) -> MetadataImage: ...
+    def snapshot_and_clean(self, image: MetadataImage, now_ms: int) -> tuple[int, int]: ...
 
 
 class StorageRaftLog:
@@ -150,6 +156,37 @@ class StorageRaftLog:
 
     def close(self) -> None:
         self.log.close()
+
+    # -- snapshots (KIP-630) --------------------------------------------------------------------
+
+    def latest_snapshot_id(self) -> tuple[int, int] | None:
+        """(end offset, epoch) of the newest ``.checkpoint`` beside the log, or None."""
+        path = latest_snapshot(self.directory)
+        return None if path is None else snapshot_id(path)
+
+    def snapshot_bytes(self, end_offset: int, epoch: int) -> bytes | None:
+        path = self.directory / snapshot_name(end_offset, epoch)
+        return path.read_bytes() if path.exists() else None
+
+    def latest_snapshot_image(self) -> MetadataImage:
+        """The image in the newest snapshot (there must be one: the log starts after it)."""
+        path = latest_snapshot(self.directory)
+        assert path is not None, f"{self.directory.name} starts at {self.log_start_offset} without a snapshot"
+        return read_snapshot(path)
+
+    def snapshot_and_clean(self, image: MetadataImage, now_ms: int) -> tuple[int, int]:
+        """Write the committed ``image`` as a snapshot, then start the log at its end offset: a
+        replica that needs what lay below now fetches the snapshot (FetchSnapshot)."""
+        end_offset = image.offset + 1
+        assert 0 < end_offset <= self.high_watermark, (
+            f"a snapshot ending at {end_offset} must hold committed records only "
+            f"(high watermark {self.high_watermark})")
+        epochs = [e for e, start in self.epoch_cache.entries if start <= image.offset]
+        epoch = epochs[-1] if epochs else 0
+        write_snapshot(self.directory, image, epoch, now_ms)
+        self.log.increment_log_start_offset(end_offset)
+        self.log.leader_epoch_cache.maybe_write()
+        return end_offset, epoch
 
 
 def batches_below(data: bytes, end_offset: int) -> bytes:

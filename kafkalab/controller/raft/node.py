@@ -37,10 +37,12 @@ from kafkalab.controller.raft import metadata_log
 from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, ReplicaDescription, majority
 from kafkalab.controller.raft.messages import (
     NO_ERROR, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, RaftMessage, Send, VoteRequest, VoteResponse,
+    EndQuorumEpochResponse, FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse,
+    RaftMessage, Send, VoteRequest, VoteResponse,
 )
 from kafkalab.controller.raft.metadata_log import RaftLog
 from kafkalab.controller.raft.quorum_state_file import QuorumStateFile, QuorumStateRecord
+from kafkalab.controller.raft.snapshot_fetch import answer_fetch_snapshot
 from kafkalab.controller.raft.state import (
     NO_ID, ElectionState, QuorumEvent, QuorumStateKind, initial_state, next_state,
 )
@@ -474,6 +476,12 @@ class RaftNode:
     def _answer_fetch(self, src: int, correlation_id: int, request: FetchRequest, out: Output, *, park: bool) -> None:
         leader, log = self.leader, self.log
         assert leader is not None
+        snapshot = log.latest_snapshot_id()
+        if request.fetch_offset < log.log_start_offset and snapshot is not None:  # gone: see the snapshot
+            out.sends.append(Send(src, correlation_id, FetchResponse(
+                NO_ERROR, NO_ERROR, self._leader_hw(), self.local_id, self.epoch, snapshot_end_offset=snapshot[0],
+                snapshot_epoch=snapshot[1])))
+            return
         try:
             diverging = self._diverging(request)
         except OffsetOutOfRangeError:
@@ -505,6 +513,8 @@ class RaftNode:
         if request.fetch_offset == 0 and request.last_fetched_epoch <= 0:
             return None  # an empty log matches any log
         log = self.log
+        if (request.fetch_offset, request.last_fetched_epoch) == log.latest_snapshot_id():
+            return None  # a fetcher that just loaded our snapshot continues right after it
         return diverging_epoch(log.epoch_cache, log.log_start_offset, log.log_end_offset,
                                request.last_fetched_epoch, request.fetch_offset)
 
@@ -538,6 +548,14 @@ class RaftNode:
             response = FetchResponse(NO_ERROR, int(ErrorCode.NOT_LEADER_OR_FOLLOWER), -1,
                                      election.leader_id, election.epoch)
             out.sends.append(Send(parked.src, parked.correlation_id, response))
+
+    def _on_fetch_snapshot_request(self, src: int, correlation_id: int, request: FetchSnapshotRequest, out: Output) -> None:
+        error = self._check_leader_request(request.current_leader_epoch)
+        response = answer_fetch_snapshot(self.log, request, error, self.leader_id, self.epoch, FETCH_MAX_BYTES)
+        out.sends.append(Send(src, correlation_id, response))
+
+    def _on_fetch_snapshot_response(self, src: int, correlation_id: int, response: FetchSnapshotResponse, out: Output) -> None:
+        self._observe(response.leader_epoch, response.leader_id, out)  # voters do not load snapshots yet
 
     # -- Fetch: the follower's side ------------------------------------------------------------
 
@@ -585,6 +603,7 @@ class RaftNode:
         BeginQuorumEpochRequest: _on_begin_epoch_request, BeginQuorumEpochResponse: _on_begin_epoch_response,
         EndQuorumEpochRequest: _on_end_epoch_request, EndQuorumEpochResponse: _on_end_epoch_response,
         FetchRequest: _on_fetch_request, FetchResponse: _on_fetch_response,
+        FetchSnapshotRequest: _on_fetch_snapshot_request, FetchSnapshotResponse: _on_fetch_snapshot_response,
     }
 
 

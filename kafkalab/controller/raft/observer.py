@@ -32,8 +32,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kafkalab.controller.raft.messages import NO_ERROR, FetchRequest, FetchResponse, Send
-from kafkalab.controller.raft.node import FETCH_MAX_WAIT_MS, RaftConfig
+from kafkalab.controller.raft.messages import (
+    NO_ERROR, FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, Send,
+)
+from kafkalab.controller.raft.node import FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, RaftConfig
+from kafkalab.controller.raft.snapshot_fetch import SnapshotDownload
 from kafkalab.controller.raft.state import NO_ID
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata.image import MetadataImage
@@ -52,7 +55,7 @@ class MetadataObserver:
 
     def __init__(
         self, node_id: int, voters: Sequence[int], now_ms: int, *, image: MetadataImage | None = None,
-        config: RaftConfig | None = None, cluster_id: str | None = None,
+        config: RaftConfig | None = None, cluster_id: str | None = None, snapshot_chunk_bytes: int = FETCH_MAX_BYTES,
     ) -> None:
         if not voters:
             raise ValueError("an observer needs at least one voter to ask")
@@ -72,6 +75,8 @@ class MetadataObserver:
         self._sent_ms = now_ms
         self._retry_ms = now_ms
         self._listeners: list[ImageListener] = []
+        self.snapshot_chunk_bytes = snapshot_chunk_bytes
+        self._download: SnapshotDownload | None = None  # a snapshot being fetched (KIP-630)
 
     def subscribe(self, listener: ImageListener) -> Callable[[], None]:
         """Receive every image this observer replays from now on."""
@@ -81,24 +86,31 @@ class MetadataObserver:
     def poll(self, now_ms: int) -> list[Send]:
         """Send a fetch when none is outstanding; give up on one unanswered for too long."""
         if self._in_flight is not None and now_ms - self._sent_ms >= self.config.request_timeout_ms:
-            self._in_flight, self.leader_id = None, NO_ID  # that voter may be gone: ask around
+            self._in_flight, self.leader_id, self._download = None, NO_ID, None  # that voter may be gone
         if self._in_flight is None and now_ms >= self._retry_ms:
             return [self._fetch(now_ms)]
         return []
 
-    def handle(self, src: int, correlation_id: int, response: FetchResponse, now_ms: int) -> list[Send]:
-        """Apply one Fetch answer; returns the next fetch to send, if any."""
+    def handle(self, src: int, correlation_id: int, response: FetchResponse | FetchSnapshotResponse,
+               now_ms: int) -> list[Send]:
+        """Apply one Fetch or FetchSnapshot answer; returns the next request to send, if any."""
         if correlation_id != self._in_flight:
             return []  # a late or duplicated answer
         self._in_flight = None
         known = (self.leader_epoch, self.leader_id)
         self._learn_leader(response)
         if (response.partition_error_code or response.error_code) != NO_ERROR:
+            self._download = None  # a snapshot download starts over from the next Fetch's answer
             if (self.leader_epoch, self.leader_id) != known and self.leader_id != NO_ID:
                 return [self._fetch(now_ms)]  # told of a newer leader: go there at once
             self.leader_id = NO_ID  # no better hint: ask the next voter, after a pause
             self._retry_ms = now_ms + self.config.retry_backoff_ms
             return []
+        if isinstance(response, FetchSnapshotResponse):
+            return [self._snapshot_chunk(response, now_ms)]
+        if response.snapshot_end_offset >= 0:  # below the leader's log start: fetch its snapshot
+            self._download = SnapshotDownload(response.snapshot_end_offset, response.snapshot_epoch)
+            return [self._fetch_snapshot(now_ms)]
         if response.diverging_epoch >= 0 or response.diverging_end_offset >= 0:
             raise MetadataObserverError(
                 f"observer {self.node_id} holds committed metadata up to offset {self.fetch_offset}, yet "
@@ -109,7 +121,29 @@ class MetadataObserver:
             self._replay(response.records)
         return [self._fetch(now_ms)]
 
-    def _learn_leader(self, response: FetchResponse) -> None:
+    def _snapshot_chunk(self, response: FetchSnapshotResponse, now_ms: int) -> Send:
+        download = self._download
+        if download is None:
+            return self._fetch(now_ms)  # an answer to a download given up
+        if not download.add(response):
+            return self._fetch_snapshot(now_ms)
+        self._download = None
+        self.image = download.image()
+        self.fetch_offset, self.last_fetched_epoch = download.end_offset, download.epoch
+        for listener in self._listeners:
+            listener(self.image)
+        return self._fetch(now_ms)
+
+    def _fetch_snapshot(self, now_ms: int) -> Send:
+        download = self._download
+        assert download is not None and self.leader_id != NO_ID
+        self._correlation += 1
+        self._in_flight, self._sent_ms = self._correlation, now_ms
+        request = FetchSnapshotRequest(self.cluster_id, self.node_id, self.snapshot_chunk_bytes, self.leader_epoch,
+                                       download.end_offset, download.epoch, len(download.data))
+        return Send(self.leader_id, self._correlation, request)
+
+    def _learn_leader(self, response: FetchResponse | FetchSnapshotResponse) -> None:
         if response.leader_epoch > self.leader_epoch or (
                 response.leader_epoch == self.leader_epoch and response.leader_id != NO_ID):
             self.leader_epoch, self.leader_id = response.leader_epoch, response.leader_id

@@ -145,6 +145,44 @@ DESCRIBE_QUORUM_RESPONSE = message("DescribeQuorumResponse", api_key=ApiKey.DESC
     ]),
 ])
 
+_SNAPSHOT_ID = [f("end_offset", "int64"), f("epoch", "int32")]
+
+FETCH_SNAPSHOT_REQUEST = message("FetchSnapshotRequest", api_key=ApiKey.FETCH_SNAPSHOT, valid="0-1", flexible="0+", fields=[
+    f("cluster_id", "string", nullable="0+", tag=0, default=None),
+    f("replica_id", "int32", default=-1),
+    f("max_bytes", "int32", default=0x7FFFFFFF),
+    f("topics", "[]TopicSnapshot", fields=[
+        f("name", "string"),
+        f("partitions", "[]PartitionSnapshot", fields=[
+            f("partition", "int32"),
+            f("current_leader_epoch", "int32"),
+            f("snapshot_id", "SnapshotId", fields=_SNAPSHOT_ID),
+            f("position", "int64"),
+            f("replica_directory_id", "uuid", "1+", tag=0),
+        ]),
+    ]),
+])
+
+FETCH_SNAPSHOT_RESPONSE = message("FetchSnapshotResponse", api_key=ApiKey.FETCH_SNAPSHOT, valid="0-1", flexible="0+", fields=[
+    f("throttle_time_ms", "int32"),
+    f("error_code", "int16"),
+    f("topics", "[]TopicSnapshot", fields=[
+        f("name", "string"),
+        f("partitions", "[]PartitionSnapshot", fields=[
+            f("index", "int32"),
+            f("error_code", "int16"),
+            f("snapshot_id", "SnapshotId", fields=_SNAPSHOT_ID),
+            f("current_leader", "LeaderIdAndEpoch", tag=0, fields=[
+                f("leader_id", "int32"), f("leader_epoch", "int32"),
+            ]),
+            f("size", "int64"),
+            f("position", "int64"),
+            f("unaligned_records", "records"),
+        ]),
+    ]),
+    _NODE_ENDPOINTS,
+])
+
 # Vote, BeginQuorumEpoch and EndQuorumEpoch are not in kafkalab.protocol.messages.SCHEMAS: a
 # broker does not serve them (the controller's network adapter registers them). DescribeQuorum
 # is there too: a broker answers it, as a Kafka broker forwards it to the active controller.
@@ -153,10 +191,12 @@ RAFT_SCHEMAS = {
     53: (BEGIN_QUORUM_EPOCH_REQUEST, BEGIN_QUORUM_EPOCH_RESPONSE),
     54: (END_QUORUM_EPOCH_REQUEST, END_QUORUM_EPOCH_RESPONSE),
     55: (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
+    59: (FETCH_SNAPSHOT_REQUEST, FETCH_SNAPSHOT_RESPONSE),
 }
 
 __all__ = [
     "BEGIN_QUORUM_EPOCH_REQUEST", "BEGIN_QUORUM_EPOCH_RESPONSE", "DESCRIBE_QUORUM_REQUEST",
-    "DESCRIBE_QUORUM_RESPONSE", "END_QUORUM_EPOCH_REQUEST", "END_QUORUM_EPOCH_RESPONSE", "RAFT_SCHEMAS",
+    "DESCRIBE_QUORUM_RESPONSE", "END_QUORUM_EPOCH_REQUEST", "END_QUORUM_EPOCH_RESPONSE",
+    "FETCH_SNAPSHOT_REQUEST", "FETCH_SNAPSHOT_RESPONSE", "RAFT_SCHEMAS",
     "VOTE_REQUEST", "VOTE_RESPONSE",
 ]
