@@ -68,7 +68,3 @@ def test_java_admin_decodes_the_quorum_the_tool_prints(server: ServerProcess) ->
     assert cells[:4] == ["0", directory, hw, "0"] and cells[6:] == ["Leader", ""]
     assert int(cells[4]) >= int(fetched)
 
-
-def test_the_table_pads_like_kafkas_pretty_print() -> None:
-    table = metadata_quorum.pretty_table(("NodeId", "Lag"), [["1", "12345"], ["102", "0"]])
-    assert table == "NodeId\tLag  \t\n1     \t12345\t\n102   \t0    \t\n"
