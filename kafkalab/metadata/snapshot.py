@@ -124,10 +124,15 @@ def snapshot_bytes(image: MetadataImage, epoch: int, now_ms: int) -> bytes:
 
 def write_snapshot(directory: Path, image: MetadataImage, epoch: int, now_ms: int) -> Path:
     """Write the snapshot of ``image`` (its id: end offset ``image.offset + 1``) atomically."""
-    path = Path(directory) / snapshot_name(image.offset + 1, epoch)
+    return write_snapshot_bytes(directory, image.offset + 1, epoch, snapshot_bytes(image, epoch, now_ms))
+
+
+def write_snapshot_bytes(directory: Path, end_offset: int, epoch: int, data: bytes) -> Path:
+    """Write a snapshot's bytes (built here or fetched from the leader) atomically."""
+    path = Path(directory) / snapshot_name(end_offset, epoch)
     part = path.with_name(path.name + PART_SUFFIX)
     with open(part, "wb") as file:
-        file.write(snapshot_bytes(image, epoch, now_ms))
+        file.write(data)
         file.flush()
         os.fsync(file.fileno())
     os.replace(part, path)
@@ -192,4 +197,5 @@ class SnapshotPolicy:
 __all__ = [
     "SnapshotPolicy", "image_from_snapshot", "image_records", "latest_snapshot", "partition_record", "read_snapshot",
     "register_broker_record", "snapshot_bytes", "snapshot_id", "snapshot_name", "write_snapshot",
+    "write_snapshot_bytes",
 ]

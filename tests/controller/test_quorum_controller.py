@@ -219,3 +219,20 @@ def test_a_restarted_controller_starts_from_its_snapshot(quorum: SimControllerQu
     assert quorum.run_until_active() is not None
     quorum.run_for(1_000)
     assert all(image.topics == expected.topics and image.offset > expected.offset for image in _images(quorum))
+
+
+def test_a_voter_below_the_log_start_loads_the_leaders_snapshot(quorum: SimControllerQuorum) -> None:
+    active = quorum.active()
+    assert active is not None
+    behind = next(i for i in quorum.ids if i != active.node.local_id)
+    quorum.network.isolate(behind, [i for i in [*quorum.ids, 101] if i != behind])
+    quorum.write(lambda c: c.create_topic("orders", 3, 2))
+    quorum.run_for(300)
+    end_offset, epoch = active.snapshot(quorum.clock.milliseconds())
+    lagging = quorum.controllers[behind]
+    assert lagging is not None and lagging.node.log.log_end_offset < end_offset
+    quorum.network.heal()
+    quorum.run_for(3_000)
+    assert lagging.node.log.log_start_offset == end_offset and lagging.node.log.latest_snapshot_id() == (end_offset, epoch)
+    assert lagging.image == active.image and "orders" in lagging.image.topics
+    assert quorum.active() is active  # loading the snapshot took no election

@@ -63,5 +63,5 @@ def _describe(broker: Broker, now_ms: int) -> QuorumDescription:
     controller = broker.controller
     describe = getattr(controller, "describe_quorum", None)
     if describe is not None:  # a controller of a real quorum
-        return describe(now_ms)  # type: ignore[no-any-return]
+        return describe(now_ms)
     return sole_voter_description(broker.settings.node_id, controller.image.offset + 1, now_ms)

@@ -34,7 +34,10 @@ from typing import Protocol
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError
 from kafkalab.metadata.image import MetadataImage
-from kafkalab.metadata.snapshot import latest_snapshot, read_snapshot, snapshot_id, snapshot_name, write_snapshot
+from kafkalab.metadata.snapshot import (
+    image_from_snapshot, latest_snapshot, read_snapshot, snapshot_id, snapshot_name, write_snapshot,
+    write_snapshot_bytes,
+)
 from kafkalab.records.control import ControlRecordType
 from kafkalab.records.header import HeaderWalker
 from kafkalab.records.kraft_control import CONTROL_MESSAGE_VERSION, LEADER_CHANGE_MESSAGE, control_batch
@@ -74,6 +77,7 @@ class RaftLog(Protocol):
     def snapshot_bytes(self, end_offset: int, epoch: int) -> bytes | None: ...
     def latest_snapshot_image(self) -> MetadataImage: ...
     def snapshot_and_clean(self, image: MetadataImage, now_ms: int) -> tuple[int, int]: ...
+    def install_snapshot(self, end_offset: int, epoch: int, data: bytes) -> None: ...
 
 
 class StorageRaftLog:
@@ -107,9 +111,13 @@ class StorageRaftLog:
 
     @property
     def last_fetched_epoch(self) -> int:
-        """The epoch of the last batch (0 for an empty log), as Raft's ``endOffset`` pairs it."""
+        """The epoch of the last batch (0 for an empty log), as Raft's ``endOffset`` pairs it; a
+        log that starts right after a snapshot takes the snapshot's epoch."""
         latest = self.log.leader_epoch_cache.latest_epoch
-        return 0 if latest is None else latest
+        if latest is None:
+            snapshot = self.latest_snapshot_id()
+            return snapshot[1] if snapshot is not None and snapshot[0] == self.log_end_offset else 0
+        return latest
 
     @property
     def high_watermark(self) -> int:
@@ -173,6 +181,15 @@ class StorageRaftLog:
         path = latest_snapshot(self.directory)
         assert path is not None, f"{self.directory.name} starts at {self.log_start_offset} without a snapshot"
         return read_snapshot(path)
+
+    def install_snapshot(self, end_offset: int, epoch: int, data: bytes) -> None:
+        """A follower below the leader's log start: keep the fetched snapshot, then empty the
+        log and start it at the snapshot's end (Kafka's ``truncateToLatestSnapshot``). Raises
+        MetadataRecordError for a torn snapshot, before anything changes."""
+        image_from_snapshot(data, end_offset)
+        write_snapshot_bytes(self.directory, end_offset, epoch, data)
+        self.log.truncate_fully_and_start_at(end_offset)
+        self.log.update_high_watermark(end_offset)
 
     def snapshot_and_clean(self, image: MetadataImage, now_ms: int) -> tuple[int, int]:
         """Write the committed ``image`` as a snapshot, then start the log at its end offset: a

@@ -42,11 +42,12 @@ from kafkalab.controller.raft.messages import (
 )
 from kafkalab.controller.raft.metadata_log import RaftLog
 from kafkalab.controller.raft.quorum_state_file import QuorumStateFile, QuorumStateRecord
-from kafkalab.controller.raft.snapshot_fetch import answer_fetch_snapshot
+from kafkalab.controller.raft.snapshot_fetch import SnapshotDownload, SnapshotFetchError, answer_fetch_snapshot
 from kafkalab.controller.raft.state import (
     NO_ID, ElectionState, QuorumEvent, QuorumStateKind, initial_state, next_state,
 )
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.metadata.records import MetadataRecordError
 from kafkalab.replication.truncation import (
     EpochEndOffset, OffsetOutOfRangeError, diverging_epoch, truncation_for,
 )
@@ -110,6 +111,7 @@ class _Timers:
     fetch_sent_ms: int = 0
     fetch_retry_ms: int = 0
     begin_epoch_resend_ms: int = 0  # LEADER
+    download: SnapshotDownload | None = None  # FOLLOWER below the leader's log start
 
 
 class RaftNode:
@@ -347,6 +349,7 @@ class RaftNode:
         return self._correlation
 
     def _send_fetch(self, out: Output) -> None:
+        self.timers.download = None
         request = FetchRequest(self.cluster_id, self.local_id, FETCH_MAX_WAIT_MS, self.epoch,
                                self.log.log_end_offset, self.log.last_fetched_epoch)
         self.timers.fetch_in_flight = self._request(self.election.leader_id, request, out)
@@ -554,8 +557,32 @@ class RaftNode:
         response = answer_fetch_snapshot(self.log, request, error, self.leader_id, self.epoch, FETCH_MAX_BYTES)
         out.sends.append(Send(src, correlation_id, response))
 
+    def _send_fetch_snapshot(self, download: SnapshotDownload, out: Output) -> None:
+        request = FetchSnapshotRequest(self.cluster_id, self.local_id, FETCH_MAX_BYTES, self.epoch,
+                                       download.end_offset, download.epoch, len(download.data))
+        self.timers.fetch_in_flight = self._request(self.election.leader_id, request, out)
+        self.timers.fetch_sent_ms = self.now_ms
+
     def _on_fetch_snapshot_response(self, src: int, correlation_id: int, response: FetchSnapshotResponse, out: Output) -> None:
-        self._observe(response.leader_epoch, response.leader_id, out)  # voters do not load snapshots yet
+        timers = self.timers
+        if self._observe(response.leader_epoch, response.leader_id, out) or self.kind is not K.FOLLOWER or (
+                correlation_id != timers.fetch_in_flight or timers.download is None):
+            return  # a late or duplicated answer
+        download, timers.fetch_in_flight = timers.download, None
+        try:
+            if response.partition_error_code != NO_ERROR or response.error_code != NO_ERROR:
+                raise SnapshotFetchError(f"FetchSnapshot error {response.partition_error_code or response.error_code}")
+            if not download.add(response):
+                timers.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+                self._send_fetch_snapshot(download, out)
+                return
+            self.log.install_snapshot(download.end_offset, download.epoch, bytes(download.data))
+        except (SnapshotFetchError, MetadataRecordError):  # start over with a fresh Fetch after the backoff
+            timers.download, timers.fetch_retry_ms = None, self.now_ms + self.config.retry_backoff_ms
+            return
+        timers.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+        self._follower_high_watermark(download.end_offset, out)
+        self._send_fetch(out)
 
     # -- Fetch: the follower's side ------------------------------------------------------------
 
@@ -570,6 +597,10 @@ class RaftNode:
             timers.fetch_retry_ms = self.now_ms + self.config.retry_backoff_ms
             return
         timers.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+        if response.snapshot_end_offset >= 0:  # below the leader's log start: load its snapshot
+            timers.download = SnapshotDownload(response.snapshot_end_offset, response.snapshot_epoch)
+            self._send_fetch_snapshot(timers.download, out)
+            return
         if response.diverging_epoch >= 0 or response.diverging_end_offset >= 0:
             self._truncate(EpochEndOffset(response.diverging_epoch, response.diverging_end_offset))
         elif response.records:
