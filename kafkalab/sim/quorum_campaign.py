@@ -15,6 +15,8 @@ crash      a running controller dies: memory lost, log and quorum-state kept
 restart    a crashed controller starts again on its directory
 isolate    a controller is cut off from everyone (a deposed leader keeps writing)
 heal       every cut is healed
+snapshot   a running controller writes its committed image as a ``.checkpoint`` and
+           starts its log after it; a replica further behind must fetch the snapshot
 wait       100 ms to 4 s of simulated time pass
 =========  =========================================================================
 
@@ -24,8 +26,10 @@ Every 100 ms of simulated time the :class:`QuorumChecker` checks what KRaft prom
 * **the logs match below the high watermark**: every batch below a controller's high watermark
   is, byte for byte, the batch every other controller has at that offset below its own (the
   checker keeps the committed batches seen so far, the *ledger*, and compares);
-* **no committed record is lost**: a leader's log holds the whole ledger, and every
-  controller's and the observer's image is exactly the ledger replayed up to that image's offset.
+* **no committed record is lost**: a leader holds every batch committed before its epoch (in
+  its log, or below its log start in its snapshot), every snapshot is the ledger replayed up to
+  its end, and every controller's and the observer's image is exactly the ledger replayed up to
+  that image's offset.
 
 A controller's log *above* its high watermark, or a cut-off node's stale tail, may differ: that
 is uncommitted and Raft truncates it. At the end every cut heals, every controller restarts, a
@@ -62,10 +66,11 @@ STEPS_DEFAULT = 25
 CONTROLLERS, OBSERVER, BROKERS = 3, 101, (101, 102, 103)
 CHECK_EVERY_MS = 100
 HEAL_MS = 15_000  # after healing: elections settle, restarted nodes catch up
+CONVERGE_CHECKS_MAX = 50  # then up to 5 s more for the last fetch rounds (a parked fetch waits 500 ms)
 FAULTS = LinkFaults(delay_min_ms=1, delay_max_ms=10, loss=0.01)
 # A lost message stands for a dropped connection, noticed well before the 2 s request timeout.
 CONFIG = RaftConfig(request_timeout_ms=750)
-ACTIONS = ("write", "write", "write", "write", "crash", "restart", "isolate", "heal", "wait", "wait")
+ACTIONS = ("write", "write", "write", "write", "crash", "restart", "isolate", "heal", "snapshot", "wait", "wait")
 LOG_READ_BYTES = 64 * 1024 * 1024  # a campaign's whole metadata log, read for comparison
 
 
@@ -79,6 +84,7 @@ class QuorumChecker:
 
     replay: str
     ledger: list[bytes] = field(default_factory=list)  # committed batches, in offset order
+    index_of: dict[int, int] = field(default_factory=dict)  # a committed batch's base offset -> ledger index
     seen_in_epoch: list[int] = field(default_factory=list)  # the epoch in which each was first seen committed
     ledger_end: int = 0  # one past the last committed offset seen
     images: dict[int, MetadataImage] = field(default_factory=lambda: {-1: MetadataImage()})
@@ -116,37 +122,43 @@ class QuorumChecker:
     def _committed_prefix(self, controller: QuorumController) -> None:
         """Batches below this controller's high watermark agree with the ledger (and extend it)."""
         log = controller.node.log
-        data = log.read(0, LOG_READ_BYTES)
-        index = 0
+        data = log.read(log.log_start_offset, LOG_READ_BYTES)
         for header in HeaderWalker(data):
             if header.last_offset >= log.high_watermark:
                 break
             batch = bytes(data[header.position:header.position + header.size_bytes])
-            if index < len(self.ledger):
+            index = self.index_of.get(header.base_offset)
+            if index is not None:
                 if self.ledger[index] != batch:
                     self.fail(f"controller {controller.node.local_id}'s committed batch at offset "
                               f"{header.base_offset} differs from the one committed before")
             else:
                 self._extend(batch, header.base_offset, header.last_offset)
                 self.seen_in_epoch.append(controller.epoch)
-            index += 1
 
     def _extend(self, batch: bytes, base_offset: int, last_offset: int) -> None:
         if base_offset != self.ledger_end:
             self.fail(f"committed batch at offset {base_offset} leaves a gap after {self.ledger_end}")
         self.images[last_offset] = replay_batches(self.images[self.ledger_end - 1], batch)
+        self.index_of[base_offset] = len(self.ledger)
         self.ledger.append(batch)
         self.ledger_end = last_offset + 1
 
     def _nothing_lost(self, controller: QuorumController) -> None:
+        log = controller.node.log
         if controller.node.leader is not None:  # Raft's leader completeness
             # A leader of epoch E holds every batch committed before E began (a deposed leader
-            # of an older epoch need not hold what was committed after it).
+            # of an older epoch need not hold what was committed after it) -- in its log, or,
+            # below its log start, in its snapshot.
             count = sum(1 for epoch in self.seen_in_epoch if epoch < controller.epoch)
-            data = controller.node.log.read(0, LOG_READ_BYTES)
-            if not bytes(data).startswith(b"".join(self.ledger[:count])):
+            first = next((i for i, b in enumerate(self.ledger) if _base_offset(b) >= log.log_start_offset), count)
+            data = bytes(log.read(log.log_start_offset, LOG_READ_BYTES))
+            if first < count and not data.startswith(b"".join(self.ledger[first:count])):
                 self.fail(f"leader {controller.node.local_id} of epoch {controller.epoch} lacks batches "
                           f"committed before its epoch")
+        if log.log_start_offset > 0 and log.latest_snapshot_image() != self.images.get(log.log_start_offset - 1):
+            self.fail(f"controller {controller.node.local_id}'s snapshot ending at {log.log_start_offset} "
+                      f"is not the committed log replayed")
         self._image_matches(f"controller {controller.node.local_id}", controller.image)
 
     def _image_matches(self, who: str, image: MetadataImage) -> None:
@@ -156,6 +168,10 @@ class QuorumChecker:
                       f"(committed up to {self.ledger_end - 1})")
         elif expected != image:
             self.fail(f"{who}'s image at offset {image.offset} is not the committed log replayed")
+
+
+def _base_offset(batch: bytes) -> int:
+    return int.from_bytes(batch[:8], "big")
 
 
 @dataclass
@@ -226,6 +242,11 @@ class _Run:
             quorum.network.isolate(node, [i for i in [*quorum.ids, OBSERVER] if i != node])
         elif action == "heal":
             quorum.network.heal()
+        elif action == "snapshot" and running:  # right after a check: the ledger holds all it covers
+            controller = quorum.controllers[rng.choice(running)]
+            assert controller is not None
+            if controller.image.offset + 1 > controller.node.log.log_start_offset:
+                controller.snapshot(quorum.clock.milliseconds())
         self.result.actions[action] += 1
         self.wait(rng.randint(100, 4_000) if action == "wait" else CHECK_EVERY_MS)
 
@@ -240,11 +261,20 @@ class _Run:
             self.checker.fail(f"no active controller {HEAL_MS} ms after every fault healed")
         self._register(BROKERS[0])
         self.wait(3_000)
+        for _ in range(CONVERGE_CHECKS_MAX):  # a follower learns the last high watermark on its next fetch
+            if self._replayed_everything():
+                break
+            self.wait(CHECK_EVERY_MS)
         self._converged()
         self.result.epochs = max(c.epoch for c in quorum.controllers.values() if c is not None)
         self.result.committed_batches = len(self.checker.ledger)
         self.result.checks = self.checker.checks
         return self.result
+
+    def _replayed_everything(self) -> bool:
+        images = [c.image for c in self.quorum.controllers.values() if c is not None]
+        return all(image.offset == self.checker.ledger_end - 1
+                   for image in [*images, self.quorum.observers[OBSERVER].image])
 
     def _converged(self) -> None:
         images = {i: c.image for i, c in self.quorum.controllers.items() if c is not None}
@@ -255,8 +285,10 @@ class _Run:
                 self.checker.fail(f"node {who} replayed up to offset {image.offset}, the quorum committed up to {end}")
         for controller in self.quorum.controllers.values():
             assert controller is not None
-            data = bytes(controller.node.log.read(0, LOG_READ_BYTES))
-            if len(list(iter_batches(data))) < len(self.checker.ledger) or not data.startswith(b"".join(self.checker.ledger)):
+            log = controller.node.log
+            data = bytes(log.read(log.log_start_offset, LOG_READ_BYTES))
+            held = [b for b in self.checker.ledger if _base_offset(b) >= log.log_start_offset]
+            if not data.startswith(b"".join(held)) or len(list(iter_batches(data))) < len(held):
                 self.checker.fail(f"controller {controller.node.local_id}'s log does not hold the committed log")
 
 

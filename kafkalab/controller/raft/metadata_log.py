@@ -86,16 +86,29 @@ class StorageRaftLog:
     def __init__(self, log: Log) -> None:
         self.log = log
         log.auto_advance_high_watermark = False
+        newest = latest_snapshot(log.directory)
+        self._snapshot_id = None if newest is None else snapshot_id(newest)  # kept current here
 
     @classmethod
     def open(cls, metadata_dir: Path, clock: Clock, config: LogConfig | None = None) -> StorageRaftLog:
         """Open (creating or recovering) ``<metadata_dir>/__cluster_metadata-0``. The high
-        watermark is not persisted by Raft: a restarted node learns it again (from 0)."""
+        watermark is not persisted by Raft: a restarted node learns it again, from the end of
+        its newest snapshot (or 0)."""
         directory = Path(metadata_dir) / METADATA_DIR_NAME
         directory.mkdir(parents=True, exist_ok=True)
         log = Log.open(directory, config or LogConfig(), clock, rng=random.Random(0))
         log.update_high_watermark(0)
-        return cls(log)
+        raft_log = cls(log)
+        snapshot = raft_log.latest_snapshot_id()
+        if snapshot is not None and snapshot[0] > log.log_start_offset:
+            # The log starts at the newest snapshot (Kafka's KafkaMetadataLog does the same on
+            # open): a snapshot holds committed records only, and a crash may have come between
+            # writing it and moving the log start.
+            if snapshot[0] > log.log_end_offset:
+                log.truncate_fully_and_start_at(snapshot[0])
+            log.update_high_watermark(snapshot[0])
+            log.increment_log_start_offset(snapshot[0])
+        return raft_log
 
     @property
     def directory(self) -> Path:
@@ -169,8 +182,7 @@ class StorageRaftLog:
 
     def latest_snapshot_id(self) -> tuple[int, int] | None:
         """(end offset, epoch) of the newest ``.checkpoint`` beside the log, or None."""
-        path = latest_snapshot(self.directory)
-        return None if path is None else snapshot_id(path)
+        return self._snapshot_id
 
     def snapshot_bytes(self, end_offset: int, epoch: int) -> bytes | None:
         path = self.directory / snapshot_name(end_offset, epoch)
@@ -188,6 +200,7 @@ class StorageRaftLog:
         MetadataRecordError for a torn snapshot, before anything changes."""
         image_from_snapshot(data, end_offset)
         write_snapshot_bytes(self.directory, end_offset, epoch, data)
+        self._snapshot_id = (end_offset, epoch)
         self.log.truncate_fully_and_start_at(end_offset)
         self.log.update_high_watermark(end_offset)
 
@@ -201,6 +214,7 @@ class StorageRaftLog:
         epochs = [e for e, start in self.epoch_cache.entries if start <= image.offset]
         epoch = epochs[-1] if epochs else 0
         write_snapshot(self.directory, image, epoch, now_ms)
+        self._snapshot_id = max(self._snapshot_id or (end_offset, epoch), (end_offset, epoch))
         self.log.increment_log_start_offset(end_offset)
         self.log.leader_epoch_cache.maybe_write()
         return end_offset, epoch

@@ -480,7 +480,7 @@ class RaftNode:
         leader, log = self.leader, self.log
         assert leader is not None
         snapshot = log.latest_snapshot_id()
-        if request.fetch_offset < log.log_start_offset and snapshot is not None:  # gone: see the snapshot
+        if snapshot is not None and self._needs_snapshot(request, snapshot):
             out.sends.append(Send(src, correlation_id, FetchResponse(
                 NO_ERROR, NO_ERROR, self._leader_hw(), self.local_id, self.epoch, snapshot_end_offset=snapshot[0],
                 snapshot_epoch=snapshot[1])))
@@ -511,6 +511,14 @@ class RaftNode:
             return
         response = FetchResponse(NO_ERROR, NO_ERROR, self._leader_hw(), self.local_id, self.epoch, records=records)
         out.sends.append(Send(src, correlation_id, response))
+
+    def _needs_snapshot(self, request: FetchRequest, snapshot: tuple[int, int]) -> bool:
+        """Kafka's ``validateOffsetAndEpoch``: what the fetcher needs, or the epochs that would
+        tell where its log diverges, are gone below the log start -- only the snapshot helps."""
+        log, offset, epoch = self.log, request.fetch_offset, request.last_fetched_epoch
+        entries = log.epoch_cache.entries
+        return (offset < log.log_start_offset or (offset == log.log_start_offset and epoch != snapshot[1])
+                or (bool(entries) and offset > log.log_start_offset and epoch < entries[0][0]))
 
     def _diverging(self, request: FetchRequest) -> EpochEndOffset | None:
         if request.fetch_offset == 0 and request.last_fetched_epoch <= 0:
