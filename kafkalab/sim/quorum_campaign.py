@@ -39,8 +39,9 @@ one-line replay command::
 
     python -m kafkalab.sim.quorum_campaign --seed 12 --steps 25
 
-Worked example: seed 0 over 25 steps makes about eight writes, crashes and restarts
-controllers, and checks a few hundred times; the describe line gives the exact counts.
+Worked example: seed 0 over 25 steps draws 2 crashes, 3 restarts, 2 isolations, 3 heals, 5
+snapshots, 2 waits and 8 writes; 13 batches commit (LEADER_CHANGE and bootstrap records
+included) and the checker looks 278 times.
 """
 
 from __future__ import annotations

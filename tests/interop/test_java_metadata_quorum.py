@@ -68,3 +68,12 @@ def test_java_admin_decodes_the_quorum_the_tool_prints(server: ServerProcess) ->
     assert cells[:4] == ["0", directory, hw, "0"] and cells[6:] == ["Leader", ""]
     assert int(cells[4]) >= int(fetched)
 
+
+
+def test_describe_quorum_of_another_partition_is_refused(server: ServerProcess) -> None:
+    with bootstrap(server.bootstrap) as connection:
+        response = connection.request(55, {"topics": [
+            {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 1}]}]})
+    (partition,) = response.topics[0].partitions
+    assert response.error_code == 0 and partition.partition_index == 1
+    assert partition.error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION, as KafkaRaftClient answers

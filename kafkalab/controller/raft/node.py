@@ -21,20 +21,22 @@ One round of the protocol (3 voters, defaults ``controller.quorum.election.timeo
     t=1143  the leader sends the LEADER_CHANGE batch; their next fetch at offset 1 tells it that
             a majority holds offset 0 of epoch 1: the high watermark is 1
 
-Leader-only rules are in :mod:`kafkalab.controller.raft.leader`; the state table in
-:mod:`kafkalab.controller.raft.state`; divergence on fetch reuses
-:mod:`kafkalab.replication.truncation` (the same diverging-epoch answer partitions use).
+Leader-only rules: :mod:`~kafkalab.controller.raft.leader`; the state table:
+:mod:`~kafkalab.controller.raft.state`; divergence reuses :mod:`kafkalab.replication.truncation`;
+a fetch below the log start goes to the snapshot (:mod:`~kafkalab.controller.raft.snapshot_fetch`).
+Non-voters (brokers, :mod:`~kafkalab.controller.raft.observer`) get committed batches only.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.controller.raft import metadata_log
-from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, ReplicaDescription, majority
+from kafkalab.controller.raft.api import NotLeaderError, Output, QuorumDescription, RaftConfig
+from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, majority
 from kafkalab.controller.raft.messages import (
     NO_ERROR, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
     EndQuorumEpochResponse, FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse,
@@ -42,11 +44,13 @@ from kafkalab.controller.raft.messages import (
 )
 from kafkalab.controller.raft.metadata_log import RaftLog
 from kafkalab.controller.raft.quorum_state_file import QuorumStateFile, QuorumStateRecord
-from kafkalab.controller.raft.snapshot_fetch import SnapshotDownload, SnapshotFetchError, answer_fetch_snapshot
+from kafkalab.controller.raft.snapshot_fetch import (
+    SnapshotDownload, SnapshotFetchError, answer_fetch_snapshot, needs_snapshot,
+)
 from kafkalab.controller.raft.state import (
     NO_ID, ElectionState, QuorumEvent, QuorumStateKind, initial_state, next_state,
 )
-from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.errors import ErrorCode
 from kafkalab.metadata.records import MetadataRecordError
 from kafkalab.replication.truncation import (
     EpochEndOffset, OffsetOutOfRangeError, diverging_epoch, truncation_for,
@@ -58,48 +62,6 @@ BACKOFF_DOUBLINGS_MAX = 10  # beyond this the window dwarfs election.backoff.max
 FETCH_MAX_WAIT_MS = 500  # KafkaRaftClient.FETCH_MAX_WAIT_MS: how long a leader parks an empty fetch
 FETCH_MAX_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES
 APPEND_VALUES_MAX = 10_000  # records per leader append; a bound, far above a metadata batch
-
-
-@dataclass(frozen=True, slots=True)
-class RaftConfig:
-    """QuorumConfig's timeouts; defaults are Kafka's (``controller.quorum.*``)."""
-
-    election_timeout_ms: int = 1000  # controller.quorum.election.timeout.ms
-    fetch_timeout_ms: int = 2000  # controller.quorum.fetch.timeout.ms
-    election_backoff_max_ms: int = 1000  # controller.quorum.election.backoff.max.ms
-    request_timeout_ms: int = 2000  # controller.quorum.request.timeout.ms
-    retry_backoff_ms: int = 20  # controller.quorum.retry.backoff.ms
-
-    def __post_init__(self) -> None:
-        for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-
-
-class NotLeaderError(KafkaError):
-    """An append on a node that is not the leader of the current epoch."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-
-
-@dataclass(slots=True)
-class Output:
-    """What one event produced: messages to send, and the new high watermark if it moved."""
-
-    sends: list[Send] = field(default_factory=list)
-    high_watermark: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class QuorumDescription:
-    """DescribeQuorumResponse's partition fields: leader, epoch, high watermark, voters."""
-
-    leader_id: int
-    leader_epoch: int
-    high_watermark: int
-    current_voters: tuple[ReplicaDescription, ...]
-    observers: tuple[ReplicaDescription, ...] = ()
 
 
 @dataclass(slots=True)
@@ -480,7 +442,7 @@ class RaftNode:
         leader, log = self.leader, self.log
         assert leader is not None
         snapshot = log.latest_snapshot_id()
-        if snapshot is not None and self._needs_snapshot(request, snapshot):
+        if snapshot is not None and needs_snapshot(log, request.fetch_offset, request.last_fetched_epoch, snapshot):
             out.sends.append(Send(src, correlation_id, FetchResponse(
                 NO_ERROR, NO_ERROR, self._leader_hw(), self.local_id, self.epoch, snapshot_end_offset=snapshot[0],
                 snapshot_epoch=snapshot[1])))
@@ -511,14 +473,6 @@ class RaftNode:
             return
         response = FetchResponse(NO_ERROR, NO_ERROR, self._leader_hw(), self.local_id, self.epoch, records=records)
         out.sends.append(Send(src, correlation_id, response))
-
-    def _needs_snapshot(self, request: FetchRequest, snapshot: tuple[int, int]) -> bool:
-        """Kafka's ``validateOffsetAndEpoch``: what the fetcher needs, or the epochs that would
-        tell where its log diverges, are gone below the log start -- only the snapshot helps."""
-        log, offset, epoch = self.log, request.fetch_offset, request.last_fetched_epoch
-        entries = log.epoch_cache.entries
-        return (offset < log.log_start_offset or (offset == log.log_start_offset and epoch != snapshot[1])
-                or (bool(entries) and offset > log.log_start_offset and epoch < entries[0][0]))
 
     def _diverging(self, request: FetchRequest) -> EpochEndOffset | None:
         if request.fetch_offset == 0 and request.last_fetched_epoch <= 0:

@@ -48,6 +48,17 @@ def answer_fetch_snapshot(
                                  len(data), request.position, data[request.position:end])
 
 
+def needs_snapshot(log: RaftLog, fetch_offset: int, last_fetched_epoch: int, snapshot: tuple[int, int]) -> bool:
+    """Kafka's ``validateOffsetAndEpoch``: what the fetcher needs -- or the epochs that would show
+    where its log diverges from the leader's -- is gone below the log start; only the snapshot
+    helps: an offset below the log start, the log start reached in another epoch than the
+    snapshot's, or a last epoch older than every epoch the log still knows."""
+    entries = log.epoch_cache.entries
+    start = log.log_start_offset
+    return (fetch_offset < start or (fetch_offset == start and last_fetched_epoch != snapshot[1])
+            or (bool(entries) and fetch_offset > start and last_fetched_epoch < entries[0][0]))
+
+
 class SnapshotFetchError(KafkaError):
     """A FetchSnapshot answer that does not continue the download."""
 
@@ -82,4 +93,4 @@ class SnapshotDownload:
         return image_from_snapshot(bytes(self.data), self.end_offset, f"fetched snapshot ({self.end_offset}, {self.epoch})")
 
 
-__all__ = ["SNAPSHOT_BYTES_MAX", "SnapshotDownload", "SnapshotFetchError", "answer_fetch_snapshot"]
+__all__ = ["SNAPSHOT_BYTES_MAX", "SnapshotDownload", "SnapshotFetchError", "answer_fetch_snapshot", "needs_snapshot"]
