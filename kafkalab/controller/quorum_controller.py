@@ -31,6 +31,10 @@ the bootstrap FeatureLevelRecord (offset 1), then ``create_topic("orders", 3, 3)
 TopicRecord + 3 PartitionRecords at offsets 2..5 and returns the topic at once -- but
 ``image.topics`` shows ``orders`` on every controller only after the high watermark reaches 6.
 
+Reads that decide nothing (``list_partition_reassignments``, ``imbalanced_partitions``) are
+answered by the active controller from its uncommitted image, which includes its own pending
+writes; :attr:`QuorumController.image` is the committed image every controller has.
+
 The runtime (the simulation, or a process's network loop) drives it like the Raft node:
 ``tick(now_ms)`` and ``handle(src, correlation_id, message, now_ms)`` return the messages to
 send; sends produced by a write between two calls wait in :meth:`take_sends`.
