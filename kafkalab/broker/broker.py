@@ -52,6 +52,7 @@ from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProdu
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
 from kafkalab.broker.handlers import describe_cluster, elect_leaders, reassignments
+from kafkalab.broker.handlers import describe_quorum
 from kafkalab.broker.handlers.consumer_groups import CONSUMER_GROUP_HANDLERS
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
 from kafkalab.broker.handlers.offsets import OFFSET_HANDLERS
@@ -415,6 +416,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
     ApiKey.ELECT_LEADERS: elect_leaders.handle_elect_leaders,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle_describe_cluster,
+    ApiKey.DESCRIBE_QUORUM: describe_quorum.handle_describe_quorum,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,

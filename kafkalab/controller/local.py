@@ -16,7 +16,9 @@ producer id blocks, leader elections, partition reassignments -- and for each on
    so a node replaying the same log builds the same image;
 4. publishes the image synchronously to its subscribers, the replica managers.
 
-It is the controller of a one-process cluster; the KRaft quorum replicates the same records.
+It is the controller of a one-process cluster. In a KRaft quorum the same decisions are made by
+:class:`~kafkalab.controller.quorum_controller.QuorumController`, which runs this class on the
+Raft leader and publishes records only once the quorum commits them.
 
 Automatic leader balancing (``auto.leader.rebalance.enable``, default true): a partition whose
 leader is not its preferred replica is *imbalanced*. Every ``leader.imbalance.check.interval.seconds``

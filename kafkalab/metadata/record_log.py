@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
+from kafkalab.metadata.delta import MetadataDelta
+from kafkalab.metadata.image import MetadataImage
 from kafkalab.metadata.records import decode_record
 from kafkalab.records.codec import iter_batches
 from kafkalab.records.model import Record
@@ -96,7 +98,21 @@ def read_log_records(log: Log, from_offset: int = 0) -> Iterator[tuple[int, Any]
         offset = last + 1
 
 
+def replay_batches(image: MetadataImage, data: bytes) -> MetadataImage:
+    """``image`` with every whole batch of ``data`` replayed (data records decoded; control
+    batches carry no metadata but still advance the image's offset, as Kafka's
+    ``MetadataLoader`` counts them). A cut-short trailing batch is left for the next read."""
+    delta = MetadataDelta(image)
+    for batch in iter_batches(data):
+        if not batch.header.is_control:
+            for record in batch.records:
+                if record.value is not None:
+                    delta.replay(decode_record(record.value))
+        delta.mark_offset(batch.last_offset)
+    return delta.apply()
+
+
 __all__ = [
     "KRAFT_METADATA_TOPIC", "MemoryRecordLog", "RecordLog", "SOLE_VOTER_EPOCH",
-    "StorageRecordLog", "read_log_records",
+    "StorageRecordLog", "read_log_records", "replay_batches",
 ]

@@ -124,10 +124,15 @@ def snapshot_bytes(image: MetadataImage, epoch: int, now_ms: int) -> bytes:
 
 def write_snapshot(directory: Path, image: MetadataImage, epoch: int, now_ms: int) -> Path:
     """Write the snapshot of ``image`` (its id: end offset ``image.offset + 1``) atomically."""
-    path = Path(directory) / snapshot_name(image.offset + 1, epoch)
+    return write_snapshot_bytes(directory, image.offset + 1, epoch, snapshot_bytes(image, epoch, now_ms))
+
+
+def write_snapshot_bytes(directory: Path, end_offset: int, epoch: int, data: bytes) -> Path:
+    """Write a snapshot's bytes (built here or fetched from the leader) atomically."""
+    path = Path(directory) / snapshot_name(end_offset, epoch)
     part = path.with_name(path.name + PART_SUFFIX)
     with open(part, "wb") as file:
-        file.write(snapshot_bytes(image, epoch, now_ms))
+        file.write(data)
         file.flush()
         os.fsync(file.fileno())
     os.replace(part, path)
@@ -141,14 +146,23 @@ def latest_snapshot(directory: Path) -> Path | None:
     return max(found)[2] if found else None
 
 
+def snapshot_id(path: Path) -> tuple[int, int]:
+    """A snapshot file's id, (end offset, epoch), from its name."""
+    match = _NAME.match(path.name)
+    assert match is not None, f"{path.name} is not a snapshot name"
+    return int(match.group(1)), int(match.group(2))
+
+
 def read_snapshot(path: Path) -> MetadataImage:
     """Replay a snapshot file into an empty image (its offset: the snapshot's end offset - 1).
     Raises MetadataRecordError for a snapshot without its footer (a torn file)."""
-    match = _NAME.match(path.name)
-    assert match is not None, f"{path.name} is not a snapshot name"
-    end_offset = int(match.group(1))
+    return image_from_snapshot(path.read_bytes(), snapshot_id(path)[0], path.name)
+
+
+def image_from_snapshot(data: bytes, end_offset: int, name: str = "snapshot") -> MetadataImage:
+    """Replay a snapshot's bytes (fetched with FetchSnapshot, or read from its file)."""
     delta, footer_seen = MetadataDelta(MetadataImage()), False
-    for batch in iter_batches(path.read_bytes()):
+    for batch in iter_batches(data):
         if batch.header.is_control:
             footer_seen = footer_seen or any(
                 rec.key == control_key(ControlRecordType.SNAPSHOT_FOOTER) for rec in batch.records)
@@ -157,7 +171,7 @@ def read_snapshot(path: Path) -> MetadataImage:
             if rec.value is not None:
                 delta.replay(decode_record(rec.value))
     if not footer_seen:
-        raise MetadataRecordError(f"snapshot {path.name} has no SnapshotFooter: it is incomplete")
+        raise MetadataRecordError(f"snapshot {name} has no SnapshotFooter: it is incomplete")
     delta.mark_offset(end_offset - 1)
     return delta.apply()
 
@@ -181,6 +195,7 @@ class SnapshotPolicy:
 
 
 __all__ = [
-    "SnapshotPolicy", "image_records", "latest_snapshot", "partition_record", "read_snapshot",
-    "register_broker_record", "snapshot_bytes", "snapshot_name", "write_snapshot",
+    "SnapshotPolicy", "image_from_snapshot", "image_records", "latest_snapshot", "partition_record", "read_snapshot",
+    "register_broker_record", "snapshot_bytes", "snapshot_id", "snapshot_name", "write_snapshot",
+    "write_snapshot_bytes",
 ]

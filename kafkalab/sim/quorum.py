@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.clock import ManualClock
+from kafkalab.controller.raft.messages import RaftMessage, Send
 from kafkalab.controller.raft.metadata_log import StorageRaftLog
 from kafkalab.controller.raft.node import Output, RaftConfig, RaftNode
 from kafkalab.controller.raft.quorum_state_file import FILE_NAME, QuorumStateFile
@@ -109,14 +110,24 @@ class SimQuorum:
             now_ms = min(self.clock.milliseconds() + STEP_MS, end_ms)
             self.clock.set_ms(now_ms)
             for delivery in self.network.deliver(now_ms):
-                node = self.nodes.get(int(str(delivery.dst)))
-                if node is not None:
-                    correlation_id, message = delivery.message
-                    self._emit(node.local_id, node.handle(int(str(delivery.src)), correlation_id, message, now_ms))
+                correlation_id, message = delivery.message
+                self._deliver(int(str(delivery.src)), int(str(delivery.dst)), correlation_id, message, now_ms)
             for node_id, node in self.nodes.items():
                 if node is not None:
-                    self._emit(node_id, node.tick(now_ms))
+                    self._tick(node_id, node, now_ms)
+            self._tick_others(now_ms)
             self._note()
+
+    def _deliver(self, src: int, dst: int, correlation_id: int, message: RaftMessage, now_ms: int) -> None:
+        node = self.nodes.get(dst)
+        if node is not None:
+            self._emit(dst, node.handle(src, correlation_id, message, now_ms))
+
+    def _tick(self, node_id: int, node: RaftNode, now_ms: int) -> None:
+        self._emit(node_id, node.tick(now_ms))
+
+    def _tick_others(self, now_ms: int) -> None:
+        """Tick whatever else shares the network (observers, in a subclass)."""
 
     def run_until_leader(self, max_ms: int = 30_000) -> RaftNode | None:
         """Run until some voter leads (None if none does within ``max_ms``)."""
@@ -127,8 +138,11 @@ class SimQuorum:
         return self.leader()
 
     def _emit(self, src: int, out: Output) -> None:
+        self._send_all(src, out.sends)
+
+    def _send_all(self, src: int, sends: list[Send]) -> None:
         now_ms = self.clock.milliseconds()
-        for send in out.sends:
+        for send in sends:
             self.network.send(src, send.dst, (send.correlation_id, send.message), now_ms)
 
     def _note(self) -> None:

@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "transactions": ("transactions", "List, describe and abort transactions (kafka-transactions.sh)."),
     "leader-election": ("leader_election", "Elect preferred or unclean partition leaders (kafka-leader-election.sh)."),
     "reassign-partitions": ("reassign_partitions", "Move partitions between brokers (kafka-reassign-partitions.sh)."),
+    "metadata-quorum": ("metadata_quorum", "Describe the KRaft quorum of the metadata log (kafka-metadata-quorum.sh)."),
     "console-producer": ("console_producer", "Send lines from stdin as records (kafka-console-producer.sh)."),
     "console-consumer": ("console_consumer", "Print records of a partition to stdout (kafka-console-consumer.sh)."),
     "producer-perf-test": ("producer_perf_test", "Measure produce throughput and latency (kafka-producer-perf-test.sh)."),

@@ -91,6 +91,7 @@ SANS_IO = {
     raft_messages.VoteRequest: 52, raft_messages.VoteResponse: 52,
     raft_messages.BeginQuorumEpochRequest: 53, raft_messages.BeginQuorumEpochResponse: 53,
     raft_messages.EndQuorumEpochRequest: 54, raft_messages.EndQuorumEpochResponse: 54,
+    raft_messages.FetchSnapshotRequest: 59, raft_messages.FetchSnapshotResponse: 59,
 }
 
 

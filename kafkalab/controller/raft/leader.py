@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from kafkalab.controller.raft.messages import FetchRequest
 
 CHECK_QUORUM_TIMEOUT_FACTOR = 1.5  # LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR
+OBSERVERS_TRACKED_MAX = 10_000  # a bound on DescribeQuorum's observer list, far above any cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,8 @@ class LeaderState:
         self.check_quorum_deadline_ms = now_ms + self._check_quorum_ms
         self._fetched_since_check: set[int] = {local_id}
         self._fetch_times: dict[int, _FetchTimes] = {v: _FetchTimes() for v in self.voters}
+        self._observers: dict[int, _FetchTimes] = {}
+        self._observer_offsets: dict[int, int] = {}
 
     def update_end_offset(self, voter: int, end_offset: int) -> bool:
         """Record ``voter``'s matching end offset; returns whether the high watermark moved."""
@@ -123,8 +126,11 @@ class LeaderState:
     def record_fetch_times(self, voter: int, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
         """Kafka's ``ReplicaState.updateFollowerState`` timestamps."""
         times = self._fetch_times.get(voter)
-        if times is None:
-            return
+        if times is None:  # an observer: reported by DescribeQuorum, at its fetch offset
+            if voter not in self._observers and len(self._observers) >= OBSERVERS_TRACKED_MAX:
+                return
+            times = self._observers.setdefault(voter, _FetchTimes())
+            self._observer_offsets[voter] = fetch_offset
         if fetch_offset >= leader_end_offset:
             times.last_caught_up_ms = now_ms
         elif fetch_offset >= times.leader_end_at_last_fetch >= 0:
@@ -141,6 +147,11 @@ class LeaderState:
             caught_up = now_ms if voter == self.local_id else times.last_caught_up_ms
             out.append(ReplicaDescription(voter, self.end_offsets[voter], fetched, caught_up))
         return tuple(out)
+
+    def describe_observers(self) -> tuple[ReplicaDescription, ...]:
+        """The observers (brokers) that fetched in this epoch, by id."""
+        return tuple(ReplicaDescription(o, self._observer_offsets[o], t.last_fetch_ms, t.last_caught_up_ms)
+                     for o, t in sorted(self._observers.items()))
 
     def unacknowledged(self) -> list[int]:
         return [v for v in self.voters if v not in self.acknowledged]

@@ -14,7 +14,12 @@ EndQuorumEpoch 54) and Fetch v13+ (key 1); the field names are the schemas' name
 ``FetchRequest``           ClusterId (tag 0), ReplicaId, MaxWaitMs, CurrentLeaderEpoch,
                            FetchOffset, LastFetchedEpoch
 ``FetchResponse``          ErrorCode, partition ErrorCode, HighWatermark, CurrentLeader
-                           {LeaderId, LeaderEpoch}, DivergingEpoch {Epoch, EndOffset}, Records
+                           {LeaderId, LeaderEpoch}, DivergingEpoch {Epoch, EndOffset}, Records,
+                           SnapshotId {EndOffset, Epoch}
+``FetchSnapshotRequest``   ClusterId (tag 0), ReplicaId, MaxBytes, CurrentLeaderEpoch,
+                           SnapshotId {EndOffset, Epoch}, Position
+``FetchSnapshotResponse``  ErrorCode, partition ErrorCode, CurrentLeader {LeaderId, LeaderEpoch},
+                           SnapshotId {EndOffset, Epoch}, Size, Position, UnalignedRecords
 =========================  ====================================================================
 
 Worked example: candidate 2 of epoch 5 whose log ends at offset 40 in epoch 4 sends
@@ -121,11 +126,46 @@ class FetchResponse:
     diverging_epoch: int = -1
     diverging_end_offset: int = -1
     records: bytes = b""
+    snapshot_end_offset: int = -1  # SnapshotId (tag 2): fetch offset below the log start
+    snapshot_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    """FetchSnapshot (59): ``max_bytes`` of snapshot ``(end_offset, epoch)`` from ``position``."""
+
+    cluster_id: str | None
+    replica_id: int
+    max_bytes: int
+    current_leader_epoch: int
+    end_offset: int
+    epoch: int
+    position: int
+
+    def __post_init__(self) -> None:
+        _check_epoch("current leader", self.current_leader_epoch)
+        if self.position < 0 or self.max_bytes <= 0:
+            raise ValueError(f"snapshot position {self.position} must be >= 0 and max bytes "
+                             f"{self.max_bytes} > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    error_code: int
+    partition_error_code: int
+    leader_id: int
+    leader_epoch: int
+    end_offset: int = -1
+    epoch: int = -1
+    size: int = -1
+    position: int = -1
+    unaligned_records: bytes = b""
 
 
 RaftMessage = (
     VoteRequest | VoteResponse | BeginQuorumEpochRequest | BeginQuorumEpochResponse
     | EndQuorumEpochRequest | EndQuorumEpochResponse | FetchRequest | FetchResponse
+    | FetchSnapshotRequest | FetchSnapshotResponse
 )
 
 
@@ -141,6 +181,6 @@ class Send:
 
 __all__ = [
     "NO_ERROR", "BeginQuorumEpochRequest", "BeginQuorumEpochResponse", "EndQuorumEpochRequest",
-    "EndQuorumEpochResponse", "FetchRequest", "FetchResponse", "RaftMessage", "Send", "VoteRequest",
+    "EndQuorumEpochResponse", "FetchRequest", "FetchResponse", "FetchSnapshotRequest", "FetchSnapshotResponse", "RaftMessage", "Send", "VoteRequest",
     "VoteResponse",
 ]

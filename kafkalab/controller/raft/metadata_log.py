@@ -33,7 +33,13 @@ from typing import Protocol
 
 from kafkalab.clock import Clock
 from kafkalab.errors import InvalidRecordError
+from kafkalab.metadata.image import MetadataImage
+from kafkalab.metadata.snapshot import (
+    image_from_snapshot, latest_snapshot, read_snapshot, snapshot_id, snapshot_name, write_snapshot,
+    write_snapshot_bytes,
+)
 from kafkalab.records.control import ControlRecordType
+from kafkalab.records.header import HeaderWalker
 from kafkalab.records.kraft_control import CONTROL_MESSAGE_VERSION, LEADER_CHANGE_MESSAGE, control_batch
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
@@ -67,6 +73,11 @@ class RaftLog(Protocol):
     def initialize_leader_epoch(self, epoch: int) -> None: ...
     def update_high_watermark(self, offset: int) -> None: ...
     def close(self) -> None: ...
+    def latest_snapshot_id(self) -> tuple[int, int] | None: ...
+    def snapshot_bytes(self, end_offset: int, epoch: int) -> bytes | None: ...
+    def latest_snapshot_image(self) -> MetadataImage: ...
+    def snapshot_and_clean(self, image: MetadataImage, now_ms: int) -> tuple[int, int]: ...
+    def install_snapshot(self, end_offset: int, epoch: int, data: bytes) -> None: ...
 
 
 class StorageRaftLog:
@@ -75,16 +86,29 @@ class StorageRaftLog:
     def __init__(self, log: Log) -> None:
         self.log = log
         log.auto_advance_high_watermark = False
+        newest = latest_snapshot(log.directory)
+        self._snapshot_id = None if newest is None else snapshot_id(newest)  # kept current here
 
     @classmethod
     def open(cls, metadata_dir: Path, clock: Clock, config: LogConfig | None = None) -> StorageRaftLog:
         """Open (creating or recovering) ``<metadata_dir>/__cluster_metadata-0``. The high
-        watermark is not persisted by Raft: a restarted node learns it again (from 0)."""
+        watermark is not persisted by Raft: a restarted node learns it again, from the end of
+        its newest snapshot (or 0)."""
         directory = Path(metadata_dir) / METADATA_DIR_NAME
         directory.mkdir(parents=True, exist_ok=True)
         log = Log.open(directory, config or LogConfig(), clock, rng=random.Random(0))
         log.update_high_watermark(0)
-        return cls(log)
+        raft_log = cls(log)
+        snapshot = raft_log.latest_snapshot_id()
+        if snapshot is not None and snapshot[0] > log.log_start_offset:
+            # The log starts at the newest snapshot (Kafka's KafkaMetadataLog does the same on
+            # open): a snapshot holds committed records only, and a crash may have come between
+            # writing it and moving the log start.
+            if snapshot[0] > log.log_end_offset:
+                log.truncate_fully_and_start_at(snapshot[0])
+            log.update_high_watermark(snapshot[0])
+            log.increment_log_start_offset(snapshot[0])
+        return raft_log
 
     @property
     def directory(self) -> Path:
@@ -100,9 +124,13 @@ class StorageRaftLog:
 
     @property
     def last_fetched_epoch(self) -> int:
-        """The epoch of the last batch (0 for an empty log), as Raft's ``endOffset`` pairs it."""
+        """The epoch of the last batch (0 for an empty log), as Raft's ``endOffset`` pairs it; a
+        log that starts right after a snapshot takes the snapshot's epoch."""
         latest = self.log.leader_epoch_cache.latest_epoch
-        return 0 if latest is None else latest
+        if latest is None:
+            snapshot = self.latest_snapshot_id()
+            return snapshot[1] if snapshot is not None and snapshot[0] == self.log_end_offset else 0
+        return latest
 
     @property
     def high_watermark(self) -> int:
@@ -150,6 +178,58 @@ class StorageRaftLog:
     def close(self) -> None:
         self.log.close()
 
+    # -- snapshots (KIP-630) --------------------------------------------------------------------
+
+    def latest_snapshot_id(self) -> tuple[int, int] | None:
+        """(end offset, epoch) of the newest ``.checkpoint`` beside the log, or None."""
+        return self._snapshot_id
+
+    def snapshot_bytes(self, end_offset: int, epoch: int) -> bytes | None:
+        path = self.directory / snapshot_name(end_offset, epoch)
+        return path.read_bytes() if path.exists() else None
+
+    def latest_snapshot_image(self) -> MetadataImage:
+        """The image in the newest snapshot (there must be one: the log starts after it)."""
+        path = latest_snapshot(self.directory)
+        assert path is not None, f"{self.directory.name} starts at {self.log_start_offset} without a snapshot"
+        return read_snapshot(path)
+
+    def install_snapshot(self, end_offset: int, epoch: int, data: bytes) -> None:
+        """A follower below the leader's log start: keep the fetched snapshot, then empty the
+        log and start it at the snapshot's end (Kafka's ``truncateToLatestSnapshot``). Raises
+        MetadataRecordError for a torn snapshot, before anything changes."""
+        image_from_snapshot(data, end_offset)
+        write_snapshot_bytes(self.directory, end_offset, epoch, data)
+        self._snapshot_id = (end_offset, epoch)
+        self.log.truncate_fully_and_start_at(end_offset)
+        self.log.update_high_watermark(end_offset)
+
+    def snapshot_and_clean(self, image: MetadataImage, now_ms: int) -> tuple[int, int]:
+        """Write the committed ``image`` as a snapshot, then start the log at its end offset: a
+        replica that needs what lay below now fetches the snapshot (FetchSnapshot)."""
+        end_offset = image.offset + 1
+        assert 0 < end_offset <= self.high_watermark, (
+            f"a snapshot ending at {end_offset} must hold committed records only "
+            f"(high watermark {self.high_watermark})")
+        epochs = [e for e, start in self.epoch_cache.entries if start <= image.offset]
+        epoch = epochs[-1] if epochs else 0
+        write_snapshot(self.directory, image, epoch, now_ms)
+        self._snapshot_id = max(self._snapshot_id or (end_offset, epoch), (end_offset, epoch))
+        self.log.increment_log_start_offset(end_offset)
+        self.log.leader_epoch_cache.maybe_write()
+        return end_offset, epoch
+
+
+def batches_below(data: bytes, end_offset: int) -> bytes:
+    """The whole batches of ``data`` that end before ``end_offset`` (what a leader sends an
+    observer: committed batches only; the high watermark always falls between batches)."""
+    cut = 0
+    for header in HeaderWalker(data):
+        if header.last_offset >= end_offset:
+            break
+        cut = header.position + header.size_bytes
+    return data[:cut]
+
 
 def data_batch(values: Sequence[bytes], now_ms: int) -> bytes:
     """One v2 batch of keyless records (offsets are assigned when the leader appends it)."""
@@ -179,5 +259,5 @@ def leader_change_batch(
 
 __all__ = [
     "METADATA_DIR_NAME", "METADATA_PARTITION", "METADATA_TOPIC", "RaftLog", "StorageRaftLog",
-    "data_batch", "leader_change_batch", "leader_change_value",
+    "batches_below", "data_batch", "leader_change_batch", "leader_change_value",
 ]

@@ -21,30 +21,37 @@ One round of the protocol (3 voters, defaults ``controller.quorum.election.timeo
     t=1143  the leader sends the LEADER_CHANGE batch; their next fetch at offset 1 tells it that
             a majority holds offset 0 of epoch 1: the high watermark is 1
 
-Leader-only rules are in :mod:`kafkalab.controller.raft.leader`; the state table in
-:mod:`kafkalab.controller.raft.state`; divergence on fetch reuses
-:mod:`kafkalab.replication.truncation` (the same diverging-epoch answer partitions use).
+Leader-only rules: :mod:`~kafkalab.controller.raft.leader`; the state table:
+:mod:`~kafkalab.controller.raft.state`; divergence reuses :mod:`kafkalab.replication.truncation`;
+a fetch below the log start goes to the snapshot (:mod:`~kafkalab.controller.raft.snapshot_fetch`).
+Non-voters (brokers, :mod:`~kafkalab.controller.raft.observer`) get committed batches only.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.controller.raft import metadata_log
-from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, ReplicaDescription, majority
+from kafkalab.controller.raft.api import NotLeaderError, Output, QuorumDescription, RaftConfig
+from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, majority
 from kafkalab.controller.raft.messages import (
     NO_ERROR, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-    EndQuorumEpochResponse, FetchRequest, FetchResponse, RaftMessage, Send, VoteRequest, VoteResponse,
+    EndQuorumEpochResponse, FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse,
+    RaftMessage, Send, VoteRequest, VoteResponse,
 )
 from kafkalab.controller.raft.metadata_log import RaftLog
 from kafkalab.controller.raft.quorum_state_file import QuorumStateFile, QuorumStateRecord
+from kafkalab.controller.raft.snapshot_fetch import (
+    SnapshotDownload, SnapshotFetchError, answer_fetch_snapshot, needs_snapshot,
+)
 from kafkalab.controller.raft.state import (
     NO_ID, ElectionState, QuorumEvent, QuorumStateKind, initial_state, next_state,
 )
-from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.errors import ErrorCode
+from kafkalab.metadata.records import MetadataRecordError
 from kafkalab.replication.truncation import (
     EpochEndOffset, OffsetOutOfRangeError, diverging_epoch, truncation_for,
 )
@@ -57,47 +64,6 @@ FETCH_MAX_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES
 APPEND_VALUES_MAX = 10_000  # records per leader append; a bound, far above a metadata batch
 
 
-@dataclass(frozen=True, slots=True)
-class RaftConfig:
-    """QuorumConfig's timeouts; defaults are Kafka's (``controller.quorum.*``)."""
-
-    election_timeout_ms: int = 1000  # controller.quorum.election.timeout.ms
-    fetch_timeout_ms: int = 2000  # controller.quorum.fetch.timeout.ms
-    election_backoff_max_ms: int = 1000  # controller.quorum.election.backoff.max.ms
-    request_timeout_ms: int = 2000  # controller.quorum.request.timeout.ms
-    retry_backoff_ms: int = 20  # controller.quorum.retry.backoff.ms
-
-    def __post_init__(self) -> None:
-        for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-
-
-class NotLeaderError(KafkaError):
-    """An append on a node that is not the leader of the current epoch."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-
-
-@dataclass(slots=True)
-class Output:
-    """What one event produced: messages to send, and the new high watermark if it moved."""
-
-    sends: list[Send] = field(default_factory=list)
-    high_watermark: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class QuorumDescription:
-    """DescribeQuorumResponse's partition fields: leader, epoch, high watermark, voters."""
-
-    leader_id: int
-    leader_epoch: int
-    high_watermark: int
-    current_voters: tuple[ReplicaDescription, ...]
-
-
 @dataclass(slots=True)
 class _Timers:
     election_deadline_ms: int = 0  # UNATTACHED, VOTED, CANDIDATE, RESIGNED
@@ -107,6 +73,7 @@ class _Timers:
     fetch_sent_ms: int = 0
     fetch_retry_ms: int = 0
     begin_epoch_resend_ms: int = 0  # LEADER
+    download: SnapshotDownload | None = None  # FOLLOWER below the leader's log start
 
 
 class RaftNode:
@@ -160,7 +127,7 @@ class RaftNode:
             raise NotLeaderError(f"node {self.local_id} is not the leader of epoch {self.epoch}")
         hw = self.leader.high_watermark
         return QuorumDescription(self.local_id, self.epoch, -1 if hw is None else hw,
-                                 self.leader.describe(now_ms))
+                                 self.leader.describe(now_ms), self.leader.describe_observers())
 
     def tick(self, now_ms: int) -> Output:
         """Fire whatever timer has expired by ``now_ms``."""
@@ -344,6 +311,7 @@ class RaftNode:
         return self._correlation
 
     def _send_fetch(self, out: Output) -> None:
+        self.timers.download = None
         request = FetchRequest(self.cluster_id, self.local_id, FETCH_MAX_WAIT_MS, self.epoch,
                                self.log.log_end_offset, self.log.last_fetched_epoch)
         self.timers.fetch_in_flight = self._request(self.election.leader_id, request, out)
@@ -473,6 +441,12 @@ class RaftNode:
     def _answer_fetch(self, src: int, correlation_id: int, request: FetchRequest, out: Output, *, park: bool) -> None:
         leader, log = self.leader, self.log
         assert leader is not None
+        snapshot = log.latest_snapshot_id()
+        if snapshot is not None and needs_snapshot(log, request.fetch_offset, request.last_fetched_epoch, snapshot):
+            out.sends.append(Send(src, correlation_id, FetchResponse(
+                NO_ERROR, NO_ERROR, self._leader_hw(), self.local_id, self.epoch, snapshot_end_offset=snapshot[0],
+                snapshot_epoch=snapshot[1])))
+            return
         try:
             diverging = self._diverging(request)
         except OffsetOutOfRangeError:
@@ -492,6 +466,8 @@ class RaftNode:
         if moved:
             self._on_high_watermark(out)
         records = log.read(request.fetch_offset, FETCH_MAX_BYTES)
+        if src not in self.voters:  # an observer (a broker) is sent committed batches only
+            records = metadata_log.batches_below(records, max(self._leader_hw(), 0))
         if not records and park and not moved and request.max_wait_ms > 0:
             leader.parked[src] = ParkedFetch(src, correlation_id, request, self.now_ms + request.max_wait_ms)
             return
@@ -502,6 +478,8 @@ class RaftNode:
         if request.fetch_offset == 0 and request.last_fetched_epoch <= 0:
             return None  # an empty log matches any log
         log = self.log
+        if (request.fetch_offset, request.last_fetched_epoch) == log.latest_snapshot_id():
+            return None  # a fetcher that just loaded our snapshot continues right after it
         return diverging_epoch(log.epoch_cache, log.log_start_offset, log.log_end_offset,
                                request.last_fetched_epoch, request.fetch_offset)
 
@@ -536,6 +514,38 @@ class RaftNode:
                                      election.leader_id, election.epoch)
             out.sends.append(Send(parked.src, parked.correlation_id, response))
 
+    def _on_fetch_snapshot_request(self, src: int, correlation_id: int, request: FetchSnapshotRequest, out: Output) -> None:
+        error = self._check_leader_request(request.current_leader_epoch)
+        response = answer_fetch_snapshot(self.log, request, error, self.leader_id, self.epoch, FETCH_MAX_BYTES)
+        out.sends.append(Send(src, correlation_id, response))
+
+    def _send_fetch_snapshot(self, download: SnapshotDownload, out: Output) -> None:
+        request = FetchSnapshotRequest(self.cluster_id, self.local_id, FETCH_MAX_BYTES, self.epoch,
+                                       download.end_offset, download.epoch, len(download.data))
+        self.timers.fetch_in_flight = self._request(self.election.leader_id, request, out)
+        self.timers.fetch_sent_ms = self.now_ms
+
+    def _on_fetch_snapshot_response(self, src: int, correlation_id: int, response: FetchSnapshotResponse, out: Output) -> None:
+        timers = self.timers
+        if self._observe(response.leader_epoch, response.leader_id, out) or self.kind is not K.FOLLOWER or (
+                correlation_id != timers.fetch_in_flight or timers.download is None):
+            return  # a late or duplicated answer
+        download, timers.fetch_in_flight = timers.download, None
+        try:
+            if response.partition_error_code != NO_ERROR or response.error_code != NO_ERROR:
+                raise SnapshotFetchError(f"FetchSnapshot error {response.partition_error_code or response.error_code}")
+            if not download.add(response):
+                timers.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+                self._send_fetch_snapshot(download, out)
+                return
+            self.log.install_snapshot(download.end_offset, download.epoch, bytes(download.data))
+        except (SnapshotFetchError, MetadataRecordError):  # start over with a fresh Fetch after the backoff
+            timers.download, timers.fetch_retry_ms = None, self.now_ms + self.config.retry_backoff_ms
+            return
+        timers.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+        self._follower_high_watermark(download.end_offset, out)
+        self._send_fetch(out)
+
     # -- Fetch: the follower's side ------------------------------------------------------------
 
     def _on_fetch_response(self, src: int, correlation_id: int, response: FetchResponse, out: Output) -> None:
@@ -549,6 +559,10 @@ class RaftNode:
             timers.fetch_retry_ms = self.now_ms + self.config.retry_backoff_ms
             return
         timers.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+        if response.snapshot_end_offset >= 0:  # below the leader's log start: load its snapshot
+            timers.download = SnapshotDownload(response.snapshot_end_offset, response.snapshot_epoch)
+            self._send_fetch_snapshot(timers.download, out)
+            return
         if response.diverging_epoch >= 0 or response.diverging_end_offset >= 0:
             self._truncate(EpochEndOffset(response.diverging_epoch, response.diverging_end_offset))
         elif response.records:
@@ -582,6 +596,7 @@ class RaftNode:
         BeginQuorumEpochRequest: _on_begin_epoch_request, BeginQuorumEpochResponse: _on_begin_epoch_response,
         EndQuorumEpochRequest: _on_end_epoch_request, EndQuorumEpochResponse: _on_end_epoch_response,
         FetchRequest: _on_fetch_request, FetchResponse: _on_fetch_response,
+        FetchSnapshotRequest: _on_fetch_snapshot_request, FetchSnapshotResponse: _on_fetch_snapshot_response,
     }
 
 

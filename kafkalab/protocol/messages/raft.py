@@ -16,6 +16,7 @@ the same fields for that one partition.
 
 from __future__ import annotations
 
+from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
 _ENDPOINT = [f("name", "string", "1+"), f("host", "string", "1+"), f("port", "uint16", "1+")]
@@ -105,7 +106,7 @@ END_QUORUM_EPOCH_RESPONSE = message(
     "EndQuorumEpochResponse", api_key=54, valid="0-1", flexible="1+",
     fields=_partition_answer("EndQuorumEpoch"))
 
-DESCRIBE_QUORUM_REQUEST = message("DescribeQuorumRequest", api_key=55, valid="0-2", flexible="0+", fields=[
+DESCRIBE_QUORUM_REQUEST = message("DescribeQuorumRequest", api_key=ApiKey.DESCRIBE_QUORUM, valid="0-2", flexible="0+", fields=[
     f("topics", "[]TopicData", fields=[
         f("topic_name", "string"),
         f("partitions", "[]PartitionData", fields=[f("partition_index", "int32")]),
@@ -120,7 +121,7 @@ _REPLICA_STATE = [
     f("last_caught_up_timestamp", "int64", "1+", default=-1),
 ]
 
-DESCRIBE_QUORUM_RESPONSE = message("DescribeQuorumResponse", api_key=55, valid="0-2", flexible="0+", fields=[
+DESCRIBE_QUORUM_RESPONSE = message("DescribeQuorumResponse", api_key=ApiKey.DESCRIBE_QUORUM, valid="0-2", flexible="0+", fields=[
     f("error_code", "int16"),
     f("error_message", "string", "2+", nullable="2+"),
     f("topics", "[]TopicData", fields=[
@@ -144,17 +145,58 @@ DESCRIBE_QUORUM_RESPONSE = message("DescribeQuorumResponse", api_key=55, valid="
     ]),
 ])
 
-# Not yet in kafkalab.protocol.messages.SCHEMAS: the broker would then advertise these APIs in
-# ApiVersions before any handler serves them. The controller's network adapter registers them.
+_SNAPSHOT_ID = [f("end_offset", "int64"), f("epoch", "int32")]
+
+FETCH_SNAPSHOT_REQUEST = message("FetchSnapshotRequest", api_key=ApiKey.FETCH_SNAPSHOT, valid="0-1", flexible="0+", fields=[
+    f("cluster_id", "string", nullable="0+", tag=0, default=None),
+    f("replica_id", "int32", default=-1),
+    f("max_bytes", "int32", default=0x7FFFFFFF),
+    f("topics", "[]TopicSnapshot", fields=[
+        f("name", "string"),
+        f("partitions", "[]PartitionSnapshot", fields=[
+            f("partition", "int32"),
+            f("current_leader_epoch", "int32"),
+            f("snapshot_id", "SnapshotId", fields=_SNAPSHOT_ID),
+            f("position", "int64"),
+            f("replica_directory_id", "uuid", "1+", tag=0),
+        ]),
+    ]),
+])
+
+FETCH_SNAPSHOT_RESPONSE = message("FetchSnapshotResponse", api_key=ApiKey.FETCH_SNAPSHOT, valid="0-1", flexible="0+", fields=[
+    f("throttle_time_ms", "int32"),
+    f("error_code", "int16"),
+    f("topics", "[]TopicSnapshot", fields=[
+        f("name", "string"),
+        f("partitions", "[]PartitionSnapshot", fields=[
+            f("index", "int32"),
+            f("error_code", "int16"),
+            f("snapshot_id", "SnapshotId", fields=_SNAPSHOT_ID),
+            f("current_leader", "LeaderIdAndEpoch", tag=0, fields=[
+                f("leader_id", "int32"), f("leader_epoch", "int32"),
+            ]),
+            f("size", "int64"),
+            f("position", "int64"),
+            f("unaligned_records", "records"),
+        ]),
+    ]),
+    _NODE_ENDPOINTS,
+])
+
+# Vote, BeginQuorumEpoch and EndQuorumEpoch are not in kafkalab.protocol.messages.SCHEMAS: a
+# broker does not serve them (the controller's network adapter registers them). DescribeQuorum
+# is there too: a broker answers it, as a Kafka broker forwards it to the active controller.
 RAFT_SCHEMAS = {
     52: (VOTE_REQUEST, VOTE_RESPONSE),
     53: (BEGIN_QUORUM_EPOCH_REQUEST, BEGIN_QUORUM_EPOCH_RESPONSE),
     54: (END_QUORUM_EPOCH_REQUEST, END_QUORUM_EPOCH_RESPONSE),
     55: (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
+    59: (FETCH_SNAPSHOT_REQUEST, FETCH_SNAPSHOT_RESPONSE),
 }
 
 __all__ = [
     "BEGIN_QUORUM_EPOCH_REQUEST", "BEGIN_QUORUM_EPOCH_RESPONSE", "DESCRIBE_QUORUM_REQUEST",
-    "DESCRIBE_QUORUM_RESPONSE", "END_QUORUM_EPOCH_REQUEST", "END_QUORUM_EPOCH_RESPONSE", "RAFT_SCHEMAS",
+    "DESCRIBE_QUORUM_RESPONSE", "END_QUORUM_EPOCH_REQUEST", "END_QUORUM_EPOCH_RESPONSE",
+    "FETCH_SNAPSHOT_REQUEST", "FETCH_SNAPSHOT_RESPONSE", "RAFT_SCHEMAS",
     "VOTE_REQUEST", "VOTE_RESPONSE",
 ]
