@@ -61,7 +61,7 @@ from kafkalab.clock import ManualClock
 from kafkalab.broker.lifecycle import BrokerState, ControllerRequest
 from kafkalab.broker.metadata_follower import METADATA_FETCH_VERSION
 from kafkalab.controller.controller_node import ControllerNode
-from kafkalab.controller.heartbeats import BrokerHeartbeatManager
+from kafkalab.controller.heartbeats import BROKER_SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from kafkalab.controller.leader_balance import LeaderBalancer, balancing_interval_ms
 from kafkalab.controller.local import LocalController
 from kafkalab.protocol.api_keys import ApiKey
@@ -77,7 +77,6 @@ PRODUCE_VERSION = 7
 METADATA_VERSION = 12
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
 CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
-BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
 CONTROLLER = "controller"  # the active controller's address on the network
 METADATA_REQUEST_TIMEOUT_MS = 2_000  # controller.quorum.request.timeout.ms: a metadata fetch's bound
 METADATA_WAIT_MS = 30_000  # how long create_topic and start-up wait for brokers to learn the metadata
@@ -594,4 +593,4 @@ class SimCluster:
             node.broker.shutdown()
 
 
-__all__ = ["CLIENT", "START_MS", "SimClient", "SimCluster", "SimNode"]
+__all__ = ["BROKER_SESSION_TIMEOUT_MS", "CLIENT", "CONTROLLER", "START_MS", "SimClient", "SimCluster", "SimNode"]
