@@ -407,10 +407,10 @@ class SimCluster:
     # --- the loop's parts ------------------------------------------------------------------------
 
     def _next_event_ms(self) -> int | None:
-        times = [self.controller_node.next_deadline_ms(), self.network.next_delivery_ms()]
+        candidates = [self.controller_node.next_deadline_ms(), self.network.next_delivery_ms()]
         for node in self._alive():
-            times += (node.broker.next_deadline_ms(), node.broker.controller_deadline_ms())
-        times = [t for t in times if t is not None]
+            candidates += (node.broker.next_deadline_ms(), node.broker.controller_deadline_ms())
+        times = [t for t in candidates if t is not None]
         times.extend(p.deadline_ms for p in self._pending.values())
         times.extend(t for t in (m.next_deadline_ms() for m in self.members.values()) if t is not None)
         times.extend(t for t in (c.next_deadline_ms() for c in self._clients) if t is not None)
