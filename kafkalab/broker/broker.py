@@ -330,8 +330,11 @@ class Broker:
         """Registration, heartbeat and AlterPartition requests due now, for the active controller."""
         if self.lifecycle is None or self.alter_partitions is None:
             return []
-        due = [self.lifecycle.poll(now_ms), self.alter_partitions.poll(now_ms)]
-        return [request for request in due if request is not None]
+        registration_or_heartbeat = self.lifecycle.poll(now_ms)
+        alter_partition = self.alter_partitions.poll(now_ms)
+        if registration_or_heartbeat is None:
+            return [] if alter_partition is None else [alter_partition]
+        return [registration_or_heartbeat] if alter_partition is None else [registration_or_heartbeat, alter_partition]
 
     def controller_deadline_ms(self) -> int | None:
         """When :meth:`controller_requests` next has something to send, or None."""

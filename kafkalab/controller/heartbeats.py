@@ -46,7 +46,7 @@ class BrokerControlState(enum.Enum):
 
     @property
     def fenced(self) -> bool:
-        return self in (BrokerControlState.FENCED, BrokerControlState.SHUTDOWN_NOW)
+        return self is BrokerControlState.FENCED or self is BrokerControlState.SHUTDOWN_NOW
 
     @property
     def should_shut_down(self) -> bool:
