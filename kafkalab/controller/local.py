@@ -14,9 +14,13 @@ producer id blocks, leader elections, partition reassignments -- and for each on
    the simulation, ``<data-dir>/__cluster_metadata-0`` for a single node);
 3. replays them (:func:`kafkalab.metadata.delta.replay`) -- the image is never edited directly,
    so a node replaying the same log builds the same image;
-4. publishes the image synchronously to its subscribers, the replica managers.
+4. publishes the image synchronously to its subscribers (a lone broker's replica manager).
 
 It is the controller of a one-process cluster; the KRaft quorum replicates the same records.
+In a simulated cluster the brokers do not subscribe: they reach it through a
+:class:`~kafkalab.controller.controller_node.ControllerNode` -- BrokerRegistration, BrokerHeartbeat
+(:meth:`LocalController.register_fenced_broker`, :meth:`LocalController.unfence_broker`,
+:meth:`LocalController.begin_controlled_shutdown`), AlterPartition -- and fetch its records.
 
 Automatic leader balancing (``auto.leader.rebalance.enable``, default true): a partition whose
 leader is not its preferred replica is *imbalanced*. Every ``leader.imbalance.check.interval.seconds``
