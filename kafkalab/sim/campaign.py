@@ -12,13 +12,16 @@ action                 what happens
 produce                an acks=all batch of 1-5 unique values to a random partition's leader
 crash                  a running broker is killed (at most one is down at a time)
 restart                the broker that is down starts again and recovers its logs
-isolate / heal         one broker is cut off from all others, or every cut is healed
+isolate / heal         one broker is cut off from the other brokers (not from the controller),
+                       or every cut is healed
 wait                   100 ms to 40 s of simulated time pass (ISR checks, session timeouts)
 =====================  =====================================================================
 
 After every action the :class:`~kafkalab.sim.invariants.ReplicationChecker` checks that no
-acknowledged record is lost, each leader epoch has one leader, leaders' HWs never fall and
-replicas agree below their HWs. A broken promise raises with a one-line replay command::
+acknowledged record is lost, each leader epoch has one leader, leaders' HWs never fall,
+replicas agree below their HWs, and no fenced broker or stale epoch changed an ISR (every
+AlterPartition the controller accepted is audited). A broken promise raises with a one-line
+replay command::
 
     python -m kafkalab.sim.campaign --seed 1234
 
