@@ -103,8 +103,10 @@ class PartitionFetchResult:
 
 
 PARTITION_MAX_BYTES = 1_048_576  # replica.fetch.max.bytes
-_PAUSE_ON = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
-                       ErrorCode.UNKNOWN_LEADER_EPOCH})
+# As Kafka's AbstractFetcherThread: FENCED_LEADER_EPOCH means our leader epoch is stale, so the
+# partition waits for new metadata; NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH mean the
+# leader has not yet learned what we learned from the metadata log, so the fetch is retried.
+_PAUSE_ON = frozenset({ErrorCode.FENCED_LEADER_EPOCH})
 
 TopicPartition = tuple[str, int]
 
@@ -117,6 +119,7 @@ class FollowerFetcher:
         self.partition_max_bytes = partition_max_bytes
         self.states: dict[TopicPartition, PartitionFetchState] = {}
         self.logs: dict[TopicPartition, FollowerLog] = {}
+        self._asked: dict[TopicPartition, PartitionFetchState] = {}  # the state each fetch was sent for
 
     def add_partition(self, topic: str, partition: int, log: FollowerLog, leader_epoch: int) -> None:
         """Start (or restart, after a leader change) following ``topic-partition`` from our LEO."""
@@ -126,6 +129,7 @@ class FollowerFetcher:
     def remove_partition(self, topic: str, partition: int) -> None:
         self.states.pop((topic, partition), None)
         self.logs.pop((topic, partition), None)
+        self._asked.pop((topic, partition), None)
 
     def next_fetch(self) -> list[PartitionFetch]:
         """The partitions to ask for now, in a stable order; empty when all are paused."""
@@ -134,6 +138,7 @@ class FollowerFetcher:
             if state.status is not FetchStatus.FETCHING:
                 continue
             log = self.logs[(topic, partition)]
+            self._asked[(topic, partition)] = state
             fetches.append(PartitionFetch(
                 topic, partition, state.fetch_offset, state.current_leader_epoch,
                 _last_epoch(log), log.log_start_offset, self.partition_max_bytes))
@@ -145,8 +150,10 @@ class FollowerFetcher:
         for result in results:
             key = (result.topic, result.partition)
             state = self.states.get(key)
-            if state is None:
-                continue  # removed while the fetch was in flight
+            if state is None or self._asked.get(key) is not state:
+                # Removed, or restarted for a new leader epoch, while the fetch was in flight:
+                # the answer is about the old state (Kafka's fetcher checks the same).
+                continue
             if self._apply(key, state, result):
                 changed.append(key)
         return changed

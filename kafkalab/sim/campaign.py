@@ -15,16 +15,19 @@ power-loss             a running broker loses power: its segments also lose a se
                        what they wrote since their last fsync, possibly mid-batch; only while
                        every replica is in the ISR, as Kafka's durability without fsync assumes
 restart                the broker that is down starts again and recovers its logs
-isolate / heal         one broker is cut off from all others, or every cut is healed
+isolate / heal         one broker is cut off from the other brokers (not from the controller),
+                       or every cut is healed
 wait                   100 ms to 40 s of simulated time pass (ISR checks, session timeouts)
 =====================  =====================================================================
 
 After every action the :class:`~kafkalab.sim.invariants.ReplicationChecker` checks that no
-acknowledged record is lost, each leader epoch has one leader, leaders' HWs never fall and
-replicas agree below their HWs. A kafkalab consumer reads both partitions from the start the
-whole time; :class:`~kafkalab.sim.consumer_check.ConsumerReadCheck` checks that no Fetch answer
-hands it a record at or above the committed end, and, once every replica is back, that every
-record it read is still the leader's. A broken promise raises with a one-line replay command::
+acknowledged record is lost, each leader epoch has one leader, leaders' HWs never fall,
+replicas agree below their HWs, and no fenced broker or stale epoch changed an ISR (every
+AlterPartition the controller accepted is audited). A kafkalab consumer reads both partitions
+from the start the whole time; :class:`~kafkalab.sim.consumer_check.ConsumerReadCheck` checks
+that no Fetch answer hands it a record at or above the committed end, and, once every replica
+is back, that every record it read is still the leader's. A broken promise raises with a
+one-line replay command::
 
     python -m kafkalab.sim.campaign --seed 1234
 

@@ -43,7 +43,7 @@ from kafkalab.controller.partition_change import Election
 from kafkalab.metadata.image import MetadataImage
 from kafkalab.metadata.record_log import MemoryRecordLog
 from kafkalab.metadata.records import decode_record
-from kafkalab.sim.cluster import START_MS, SimCluster
+from kafkalab.sim.cluster import SimCluster
 from kafkalab.tools.decoders.metadata import decode_metadata_record
 
 TOPIC = "orders"
@@ -151,6 +151,7 @@ class ControllerLab:
 
     def __init__(self, data_dir: Path, *, seed: int = 7, properties: dict[str, str] | None = None) -> None:
         self.cluster = SimCluster(data_dir, nodes=3, seed=seed, properties=properties)
+        self._origin_ms = self.cluster.clock.milliseconds()  # time 0: the brokers are up and registered
         log = self.cluster.controller.log
         assert isinstance(log, MemoryRecordLog), "the simulation's controller keeps its log in memory"
         self._log = log
@@ -164,7 +165,7 @@ class ControllerLab:
 
     @property
     def now_ms(self) -> int:
-        return self.cluster.clock.milliseconds() - START_MS
+        return self.cluster.clock.milliseconds() - self._origin_ms
 
     def _collect(self, image: MetadataImage) -> None:
         seen = len(self.entries)
@@ -189,8 +190,8 @@ class ControllerLab:
             self._sample()
 
     def cut_off(self, node_id: int) -> None:
-        """Cut every link between ``node_id`` and the other brokers (the controller, in process,
-        still hears from it, so it is not fenced; its followers fall out of the ISR)."""
+        """Cut every link between ``node_id`` and the other brokers (its link to the controller
+        stays up, so its heartbeats keep it unfenced; its followers fall out of the ISR)."""
         self.cluster.network.isolate(node_id, list(self.cluster.nodes))
         self.actions.append(Action(self.now_ms, f"cut off {node_id}"))
 

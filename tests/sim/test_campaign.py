@@ -104,3 +104,32 @@ def test_the_consumer_check_reports_a_read_above_the_committed_end(tmp_path: Pat
             poll_for(5_000)
     finally:
         cluster.close()
+
+
+def test_the_checker_reports_an_isr_changed_by_a_stale_broker_epoch(tmp_path: Path) -> None:
+    """A controller that forgot Kafka's broker-epoch check would let a restarted broker's past
+    life change an ISR; the campaign's checker must say so."""
+    from kafkalab.protocol.messages.broker_lifecycle import ALTER_PARTITION_REQUEST
+
+    cluster = SimCluster(tmp_path, nodes=3, seed=1)
+    try:
+        cluster.create_topic("orders", 1, 3)
+        checker = ReplicationChecker(cluster)
+        registration = cluster.controller.image.partition("orders", 0)
+        assert registration is not None
+        leader = registration.leader
+        heartbeats = cluster.controller_node.heartbeats
+        heartbeats.session = lambda broker_id, broker_epoch: heartbeats.sessions[broker_id]  # the bug
+        cls = ALTER_PARTITION_REQUEST.cls
+        part = cls.TopicData.PartitionData
+        shrunk = tuple(part.BrokerState(b, -1) for b in registration.isr if b == leader or b == registration.isr[-1])
+        stale = cls(broker_id=leader, broker_epoch=12345, topics=(cls.TopicData(
+            topic_id=cluster.controller.image.topics["orders"].topic_id, partitions=(part(
+                partition_index=0, leader_epoch=registration.leader_epoch, new_isr_with_epochs=shrunk,
+                partition_epoch=registration.partition_epoch),)),))
+        cluster.controller_node.handle_alter_partition(stale, cluster.clock.milliseconds())
+        assert cluster.controller.image.partition("orders", 0).isr != registration.isr  # type: ignore[union-attr]
+        with pytest.raises(InvariantViolation, match=r"epoch 12345\) changed the ISR .* fenced or stale"):
+            checker.check()
+    finally:
+        cluster.close()
