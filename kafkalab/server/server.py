@@ -35,11 +35,12 @@ caller owning the process turns that into a non-zero exit status (``kafkalab ser
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import itertools
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kafkalab.broker.broker import Broker
@@ -72,17 +73,28 @@ class KafkaServer:
     def __init__(
         self, data_dir: Path, properties: Mapping[str, str], *, host: str = "127.0.0.1",
         port: int = 9092, allow_remote: bool = False, clock: Clock | None = None, seed: int | None = None,
+        cluster_id: str | None = None, advertised: tuple[str, int] | None = None,
+        extra_listeners: Sequence[tuple[str, int]] = (),
     ) -> None:
-        if not is_loopback(host) and not allow_remote:
-            raise ConfigError(
-                f"refusing to listen on {host!r}: kafkalab serves 127.0.0.1 unless remote access "
-                "is allowed explicitly (--allow-remote)"
-            )
+        for listen_host in (host, *(h for h, _ in extra_listeners)):
+            if not is_loopback(listen_host) and not allow_remote:
+                raise ConfigError(
+                    f"refusing to listen on {listen_host!r}: kafkalab serves 127.0.0.1 unless remote access "
+                    "is allowed explicitly (--allow-remote)"
+                )
         self.data_dir = Path(data_dir)
         self.properties = dict(properties)
         self.host = host
         self.port = port
         self.clock = clock or SystemClock()
+        # A KRaft node (server.properties with process.roles): the cluster id from meta.properties,
+        # the advertised broker endpoint (port 0: the bound port), and its other listeners (the
+        # controller's), bound beside the main one and served by the same broker.
+        self._cluster_id = cluster_id
+        self._advertised = advertised
+        self._extra_listeners = tuple(extra_listeners)
+        self._extra_servers: list[asyncio.base_events.Server] = []
+        self.extra_addresses: list[tuple[str, int]] = []
         self._rng = random.Random(seed)
         self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
         self._connections: dict[int, Connection] = {}
@@ -106,13 +118,28 @@ class KafkaServer:
             self._new_connection, self.host, self.port, reuse_address=True)
         bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
         try:
-            settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
+            for extra_host, extra_port in self._extra_listeners:
+                extra = await asyncio.get_running_loop().create_server(
+                    self._new_connection, extra_host, extra_port, reuse_address=True)
+                self._extra_servers.append(extra)
+                self.extra_addresses.append(extra.sockets[0].getsockname()[:2])
+            settings = self._settings(bound_host, bound_port)
             self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng)
         except BaseException:
-            self._server.close()
+            for server in (self._server, *self._extra_servers):
+                server.close()
             raise
         self._timer = asyncio.create_task(self._run_timer(self.broker))
         return bound_host, bound_port
+
+    def _settings(self, bound_host: str, bound_port: int) -> BrokerSettings:
+        settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
+        if self._advertised is not None:
+            host, port = self._advertised
+            settings = dataclasses.replace(settings, host=host or bound_host, port=port or bound_port)
+        if self._cluster_id is not None:
+            settings = dataclasses.replace(settings, cluster_id=self._cluster_id)
+        return settings
 
     def _new_connection(self) -> Connection:
         """The protocol factory: one :class:`Connection` per accepted socket."""
@@ -204,15 +231,17 @@ class KafkaServer:
             await self._stopped.wait()
             return
         self.stopping.set()
-        if self._server is not None:
-            self._server.close()
+        for server in (self._server, *self._extra_servers):
+            if server is not None:
+                server.close()
         if self._timer is not None:
             self._timer.cancel()
         for connection in list(self._connections.values()):
             connection.close("the server is stopping")
         await asyncio.sleep(0)  # let the transports report connection_lost
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in (self._server, *self._extra_servers):
+            if server is not None:
+                await server.wait_closed()
         try:
             if self.broker is not None:
                 self._shut_down_broker(self.broker)

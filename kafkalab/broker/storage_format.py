@@ -1,0 +1,172 @@
+"""Formatting a KRaft node's directories, and checking them when the node starts.
+
+Theory of operation
+-------------------
+A KRaft node does not invent its identity: ``kafka-storage.sh format -t <cluster id> -c
+server.properties`` writes it into every directory first (Kafka's ``Formatter``), and start-up
+checks it (Kafka's ``KafkaRaftServer.initializeLogDirs``). :func:`format_storage` and
+:func:`initialize_log_dirs` are those two halves, over :mod:`kafkalab.storage.meta_properties`:
+
+* format: every directory of ``log.dirs`` plus ``metadata.log.dir`` gets a ``meta.properties``
+  (version 1, node.id, cluster.id, a fresh directory.id) and a ``bootstrap.checkpoint`` -- the
+  first metadata records the controller replays, here one ``FeatureLevelRecord`` for
+  ``metadata.version``, framed as a snapshot (header, records, footer). A directory already
+  formatted stops the command unless ``--ignore-formatted``; one formatted for another cluster
+  or node stops it always.
+* start: a directory without ``meta.properties`` stops the node ("have you run ... format?"),
+  as do files that disagree with each other or with ``node.id``; ``__cluster_metadata-0``
+  outside the metadata directory is refused too.
+
+Worked example: ``format -t MkU3OEVBNTcwNTJENDM2Qk`` with ``node.id=1`` and
+``log.dirs=/tmp/a,/tmp/b`` prints::
+
+    Formatting metadata directory /tmp/a with metadata.version 3.6-IV2.
+    Formatting data directory /tmp/b with metadata.version 3.6-IV2.
+
+and a second run fails with "Log directory /tmp/a is already formatted. Use --ignore-formatted
+to ignore this directory and format the others."
+
+kafkalab's quorum is static (``controller.quorum.voters``); the dynamic-quorum options of Kafka's
+tool (``--standalone``, ``--initial-controllers``, KIP-853) are refused with a message saying so.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalab.config.kraft import KRaftConfig
+from kafkalab.errors import StorageError
+from kafkalab.metadata.image import MetadataImage
+from kafkalab.metadata.records import METADATA_VERSION, METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL
+from kafkalab.metadata.snapshot import snapshot_bytes
+from kafkalab.storage import meta_properties
+from kafkalab.storage.checkpoints import write_atomically
+from kafkalab.storage.meta_properties import MetaProperties
+
+BOOTSTRAP_FILE_NAME = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
+STORAGE_TOOL = "kafkalab storage"  # named in messages where Kafka names kafka-storage.sh
+
+
+class FormatterError(StorageError):
+    """A format that cannot proceed (Kafka's ``FormatterException`` / ``TerseFailure``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeIdentity:
+    """What a started node learnt from its directories. Immutable."""
+
+    cluster_id: str
+    node_id: int
+    directory_ids: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class FormatOptions:
+    """The ``format`` command's options beyond the config. Immutable."""
+
+    cluster_id: str
+    ignore_formatted: bool = False
+    standalone: bool = False
+    initial_controllers: str | None = None
+    no_initial_controllers: bool = False
+
+
+def bootstrap_bytes(now_ms: int) -> bytes:
+    """``bootstrap.checkpoint``: the bootstrap metadata records, framed as a snapshot."""
+    image = MetadataImage(features={METADATA_VERSION_FEATURE: METADATA_VERSION_LEVEL})
+    return snapshot_bytes(image, 0, now_ms)
+
+
+def format_storage(config: KRaftConfig, options: FormatOptions, rng: random.Random, now_ms: int) -> list[str]:
+    """Format every directory of ``config``; returns the lines Kafka's tool prints."""
+    _check_format_request(config, options)
+    found = _read_all(config.directories)
+    meta_properties.verify(found, options.cluster_id, config.node_id)
+    if found and not options.ignore_formatted:
+        raise FormatterError(f"Log directory {next(iter(found))} is already formatted. Use --ignore-formatted "
+                             "to ignore this directory and format the others.")
+    empty = [d for d in config.directories if d not in found]
+    if not empty:
+        return ["All of the log directories are already formatted."]
+    lines, taken = [], [m.directory_id for m in found.values() if m.directory_id]
+    bootstrap = bootstrap_bytes(now_ms)
+    for directory in empty:
+        directory_id = meta_properties.random_directory_id(rng, taken)
+        taken.append(directory_id)
+        kind = "metadata directory" if directory == config.metadata_log_dir else "data directory"
+        lines.append(f"Formatting {kind} {directory} with metadata.version {METADATA_VERSION}.")
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        write_atomically(path / BOOTSTRAP_FILE_NAME, bootstrap)
+        meta = MetaProperties(meta_properties.VERSION_1, options.cluster_id, config.node_id, directory_id)
+        meta_properties.write(path, meta, now_ms)
+    return lines
+
+
+def _check_format_request(config: KRaftConfig, options: FormatOptions) -> None:
+    if not config.process_roles:
+        raise FormatterError("The kafka configuration file appears to be for a legacy cluster. "
+                             "Formatting is only supported for clusters in KRaft mode.")
+    if options.standalone and not config.is_controller:
+        raise FormatterError("You can only use --standalone on a controller.")
+    if options.standalone or options.initial_controllers:
+        raise FormatterError("kafkalab's controller quorum is static: set controller.quorum.voters and format "
+                             "without --standalone or --initial-controllers (dynamic quorums, KIP-853, are "
+                             "not supported)")
+    if config.is_controller and not config.voters and not options.no_initial_controllers:
+        raise FormatterError("Because controller.quorum.voters is not set on this controller, you must specify "
+                             "one of the following: --standalone, --initial-controllers, or --no-initial-controllers.")
+    if config.node_id < 0:
+        raise FormatterError("You must specify a valid non-negative node ID.")
+    if not options.cluster_id:
+        raise FormatterError("You must specify the cluster id.")
+    MetaProperties(meta_properties.VERSION_1, options.cluster_id)  # a cluster id the file can hold
+
+
+def _read_all(directories: tuple[str, ...]) -> dict[str, MetaProperties]:
+    found = {}
+    for directory in directories:
+        meta = meta_properties.read(Path(directory))
+        if meta is not None:
+            found[directory] = meta
+    return found
+
+
+def initialize_log_dirs(config: KRaftConfig, rng: random.Random, now_ms: int) -> NodeIdentity:
+    """Check the node's directories before it starts; give directories formatted before
+    KIP-858 a directory id, as Kafka does. Raises ``StorageError`` with Kafka's message."""
+    found = _read_all(config.directories)
+    if not found:
+        raise StorageError("No readable meta.properties files found.")
+    meta_properties.verify(found, None, config.node_id)
+    for directory in config.directories:
+        if directory != config.metadata_log_dir and (Path(directory) / METADATA_PARTITION_DIR).exists():
+            raise StorageError(f"Found unexpected metadata location in data directory "
+                               f"`{Path(directory) / METADATA_PARTITION_DIR}` (the configured metadata "
+                               f"directory is {config.metadata_log_dir}).")
+    directory_ids: dict[str, str] = {}
+    for directory in config.directories:
+        meta = found.get(directory)
+        if meta is None:
+            raise StorageError(f"No `meta.properties` found in {directory} (have you run `{STORAGE_TOOL} "
+                               "format` to format the directory?)")
+        if meta.node_id is None:
+            raise StorageError(f"Error: node ID not found in {directory}")
+        if meta.cluster_id is None:
+            raise StorageError(f"Error: cluster ID not found in {directory}")
+        if meta.directory_id is None:
+            taken = [m.directory_id for m in found.values() if m.directory_id] + list(directory_ids.values())
+            meta = MetaProperties(meta_properties.VERSION_1, meta.cluster_id, meta.node_id, meta_properties.random_directory_id(rng, taken))
+            meta_properties.write(Path(directory), meta, now_ms)
+        assert meta.directory_id is not None
+        directory_ids[directory] = meta.directory_id
+    first = found[config.directories[0]]
+    assert first.cluster_id is not None
+    return NodeIdentity(first.cluster_id, config.node_id, directory_ids)
+
+
+__all__ = ["FormatOptions", "FormatterError", "NodeIdentity", "bootstrap_bytes", "format_storage",
+           "initialize_log_dirs"]

@@ -1,0 +1,83 @@
+"""``kafkalab server-start server.properties`` with Kafka's KRaft keys, as a real process.
+
+A node starts only on directories ``kafkalab storage format`` prepared; it takes its cluster id
+from ``meta.properties`` (clients see it in Metadata, read here with kafka-python's admin
+client), binds its broker and controller listeners, and refuses a directory formatted for
+another node with Kafka's message and exit status 1.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from kafka import KafkaAdminClient
+
+from kafkalab.client.launcher import start_server, unused_port
+
+CLUSTER = "MkU3OEVBNTcwNTJENDM2Qk"
+EXIT_TIMEOUT_S = 30
+
+
+def write_properties(path: Path, node_id: int, controller_port: int, log_dir: Path) -> Path:
+    path.write_text(
+        "process.roles=broker,controller\n"
+        f"node.id={node_id}\n"
+        f"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{controller_port}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"controller.quorum.voters={node_id}@127.0.0.1:{controller_port}\n"
+        f"log.dirs={log_dir}\n")
+    return path
+
+
+def kafkalab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkalab", *args], capture_output=True, text=True,
+                          timeout=EXIT_TIMEOUT_S)
+
+
+def test_unformatted_directory_refused_with_kafkas_message(tmp_path: Path) -> None:
+    config = write_properties(tmp_path / "server.properties", 1, unused_port(), tmp_path / "data")
+    done = kafkalab("server-start", str(config), "--port", "0")
+    assert done.returncode == 1
+    assert "No readable meta.properties files found." in done.stderr
+
+
+def test_formatted_node_serves_its_cluster_id_on_both_listeners(tmp_path: Path) -> None:
+    controller_port = unused_port()
+    config = write_properties(tmp_path / "server.properties", 1, controller_port, tmp_path / "data")
+    formatted = kafkalab("storage", "format", "-t", CLUSTER, "-c", str(config))
+    assert formatted.returncode == 0, formatted.stderr
+    server = start_server(tmp_path / "data", config=config)
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=10_000)
+        try:
+            cluster = admin.describe_cluster()
+        finally:
+            admin.close()
+        assert cluster["cluster_id"] == CLUSTER
+        assert [(b["broker_id"], b["port"]) for b in cluster["brokers"]] == [(1, server.port)]
+        with socket.create_connection(("127.0.0.1", controller_port), timeout=5):
+            pass  # the controller listener is bound too
+    finally:
+        assert server.stop() == 0
+
+
+def test_directory_of_another_node_refused(tmp_path: Path) -> None:
+    controller_port = unused_port()
+    config = write_properties(tmp_path / "server.properties", 1, controller_port, tmp_path / "data")
+    assert kafkalab("storage", "format", "-t", CLUSTER, "-c", str(config)).returncode == 0
+    other = write_properties(tmp_path / "other.properties", 2, controller_port, tmp_path / "data")
+    done = kafkalab("server-start", str(other), "--port", "0")
+    assert done.returncode == 1
+    assert "Stored node id 1 doesn't match previous node id 2" in done.stderr
+
+
+def test_invalid_combination_refused_before_anything_starts(tmp_path: Path) -> None:
+    config = tmp_path / "server.properties"
+    config.write_text("process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+                      f"log.dirs={tmp_path}\n")
+    done = kafkalab("server-start", str(config))
+    assert done.returncode == 1
+    assert "controller.listener.names must contain at least one value appearing in the 'listeners'" in done.stderr
