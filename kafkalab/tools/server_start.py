@@ -100,9 +100,16 @@ def _data_dir(args: argparse.Namespace, properties: dict[str, str]) -> Path:
 def _kraft_server(args: argparse.Namespace, properties: dict[str, str]) -> KafkaServer:
     """A KRaft node from its server.properties, over directories ``storage format`` wrote."""
     config = kraft_config(properties)
-    if not config.is_broker:
-        raise ConfigError("kafkalab runs broker and combined (broker,controller) nodes; "
-                          "process.roles=controller alone is not supported")
+    if config.process_roles != {"broker", "controller"}:
+        # A broker-only node must register with a controller over the network, and a controller
+        # without a broker serves no clients; until kafkalab's processes speak those RPCs to each
+        # other, such a node would quietly be a cluster of its own, so it is refused.
+        raise ConfigError("kafkalab runs a KRaft node as a combined node (process.roles=broker,controller); "
+                          f"process.roles={','.join(sorted(config.process_roles))} is not supported yet")
+    if set(config.voters) - {config.node_id}:
+        raise ConfigError("kafkalab's process runtime runs a single-voter controller quorum: "
+                          f"controller.quorum.voters must name only node {config.node_id}, "
+                          f"got {sorted(config.voters)}")
     if args.data_dir:
         raise ConfigError("--data-dir is for the single-node form; a KRaft server.properties names its "
                           "directories in log.dirs")

@@ -81,3 +81,20 @@ def test_invalid_combination_refused_before_anything_starts(tmp_path: Path) -> N
     done = kafkalab("server-start", str(config))
     assert done.returncode == 1
     assert "controller.listener.names must contain at least one value appearing in the 'listeners'" in done.stderr
+
+
+def test_nodes_kafkalab_cannot_run_as_processes_yet_are_refused(tmp_path: Path) -> None:
+    """A broker-only node or a multi-voter quorum would silently be a cluster of its own."""
+    port = unused_port()
+    broker_only = tmp_path / "broker.properties"
+    broker_only.write_text(f"process.roles=broker\nnode.id=2\nlisteners=PLAINTEXT://127.0.0.1:0\n"
+                           f"controller.listener.names=CONTROLLER\ncontroller.quorum.voters=1@127.0.0.1:{port}\n"
+                           f"log.dirs={tmp_path / 'b'}\n")
+    done = kafkalab("server-start", str(broker_only))
+    assert done.returncode == 1 and "process.roles=broker is not supported yet" in done.stderr
+    three_voters = write_properties(tmp_path / "three.properties", 1, port, tmp_path / "c")
+    text = three_voters.read_text().replace(f"voters=1@127.0.0.1:{port}",
+                                            f"voters=1@127.0.0.1:{port},2@127.0.0.1:1,3@127.0.0.1:2")
+    three_voters.write_text(text)
+    done = kafkalab("server-start", str(three_voters))
+    assert done.returncode == 1 and "must name only node 1, got [1, 2, 3]" in done.stderr
