@@ -48,9 +48,13 @@ from kafkalab.broker.request import Outgoing
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker, static_properties
 from kafkalab.clock import Clock, SystemClock
+from kafkalab.config.resolve import broker_value
+from kafkalab.controller.local import LocalController
 from kafkalab.errors import ConfigError, KafkaError
 from kafkalab.protocol.framing import FRAME_BYTES_MAX
 from kafkalab.server.connection import Connection
+from kafkalab.server.peer_channel import PeerChannel
+from kafkalab.server.peer_driver import PeerDriver
 from kafkalab.timer import TimerDriver
 
 CONNECTIONS_MAX = 1000  # max.connections is unbounded in Kafka; a teaching broker caps it
@@ -74,7 +78,8 @@ class KafkaServer:
         self, data_dir: Path, properties: Mapping[str, str], *, host: str = "127.0.0.1",
         port: int = 9092, allow_remote: bool = False, clock: Clock | None = None, seed: int | None = None,
         cluster_id: str | None = None, advertised: tuple[str, int] | None = None,
-        extra_listeners: Sequence[tuple[str, int]] = (),
+        extra_listeners: Sequence[tuple[str, int]] = (), controller: LocalController | None = None,
+        peers: Mapping[int, tuple[str, int]] | None = None,
     ) -> None:
         for listen_host in (host, *(h for h, _ in extra_listeners)):
             if not is_loopback(listen_host) and not allow_remote:
@@ -95,6 +100,11 @@ class KafkaServer:
         self._extra_listeners = tuple(extra_listeners)
         self._extra_servers: list[asyncio.base_events.Server] = []
         self.extra_addresses: list[tuple[str, int]] = []
+        # A member of a cluster: its controller (None: the node is its own cluster) and where the
+        # other nodes listen, for the requests it sends them (followers' Fetch, markers).
+        self._controller = controller
+        self._peers = dict(peers) if peers is not None else None
+        self.peers: PeerDriver | None = None
         self._rng = random.Random(seed)
         self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
         self._connections: dict[int, Connection] = {}
@@ -124,7 +134,15 @@ class KafkaServer:
                 self._extra_servers.append(extra)
                 self.extra_addresses.append(extra.sockets[0].getsockname()[:2])
             settings = self._settings(bound_host, bound_port)
-            self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng)
+            self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng,
+                                      self._controller)
+            if self._peers is not None:
+                timeout_ms = broker_value(self.broker.config_store.layers(), str(settings.node_id),
+                                          "replica.socket.timeout.ms")
+                assert isinstance(timeout_ms, int)
+                channel = PeerChannel(settings.node_id, self._peers, random.Random(self._rng.getrandbits(64)),
+                                      request_timeout_ms=timeout_ms)
+                self.peers = PeerDriver(self.broker, channel, self._after_peer_answer)
         except BaseException:
             for server in (self._server, *self._extra_servers):
                 server.close()
@@ -172,6 +190,8 @@ class KafkaServer:
             connection.deliver(Outgoing(connection_id, None, close=True, reason="internal error"))
             return
         self._deliver_all()
+        if self.peers is not None:
+            self.peers.pump()
         self._stop_if_no_log_dir_left()
         # Wake the timer task only if this request queued a task due before the timer task's
         # sleep ends (a parked fetch with a short max_wait_ms). Waking it after every request
@@ -179,6 +199,13 @@ class KafkaServer:
         next_ms = self.broker.next_deadline_ms()
         if next_ms is not None and next_ms < self._timer_wakes_at_ms:
             self._wake.set()
+
+    def _after_peer_answer(self) -> None:
+        """Another node answered: deliver what the broker now has for clients, send what it
+        now has for other nodes (a follower's next Fetch)."""
+        self._deliver_all()
+        if self.peers is not None:
+            self.peers.pump()
 
     def _deliver_all(self) -> None:
         assert self.broker is not None
@@ -198,6 +225,8 @@ class KafkaServer:
             except Exception:  # a failing task must not stop every later timeout
                 log.exception("unexpected error running the broker's timer tasks")
             self._deliver_all()
+            if self.peers is not None:
+                self.peers.pump()
             if broker.housekeeping is not None and broker.housekeeping.errors:
                 for error in broker.housekeeping.errors:
                     log.warning("periodic task failed: %s", error)
@@ -238,6 +267,8 @@ class KafkaServer:
             self._timer.cancel()
         for connection in list(self._connections.values()):
             connection.close("the server is stopping")
+        if self.peers is not None:
+            await self.peers.channel.close()
         await asyncio.sleep(0)  # let the transports report connection_lost
         for server in (self._server, *self._extra_servers):
             if server is not None:
