@@ -26,8 +26,10 @@ Worked example: ``format -t MkU3OEVBNTcwNTJENDM2Qk`` with ``node.id=1`` and
 and a second run fails with "Log directory /tmp/a is already formatted. Use --ignore-formatted
 to ignore this directory and format the others."
 
-kafkalab's quorum is static (``controller.quorum.voters``); the dynamic-quorum options of Kafka's
-tool (``--standalone``, ``--initial-controllers``, KIP-853) are refused with a message saying so.
+With ``--standalone`` or ``--initial-controllers`` (a dynamic quorum, KIP-853, found through
+``controller.quorum.bootstrap.servers``) the metadata directory of an initial controller also gets
+the bootstrap snapshot naming the first voters (:mod:`kafkalab.metadata.dynamic_voters`) and,
+as a voter's, the directory id the voter set records for it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from pathlib import Path
 
 from kafkalab.config.kraft import KRaftConfig
 from kafkalab.errors import StorageError
+from kafkalab.metadata.dynamic_voters import (
+    BOOTSTRAP_SNAPSHOT_NAME, DynamicVoter, parse_dynamic_voters, voters_snapshot_bytes,
+)
 from kafkalab.metadata.image import MetadataImage
 from kafkalab.metadata.records import METADATA_VERSION, METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL
 from kafkalab.metadata.snapshot import snapshot_bytes
@@ -47,6 +52,7 @@ from kafkalab.storage.meta_properties import MetaProperties
 
 BOOTSTRAP_FILE_NAME = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
+DATA_DIRECTORY, VOTER_DIRECTORY = "data directory", "dynamic metadata voter directory"
 STORAGE_TOOL = "kafkalab storage"  # named in messages where Kafka names kafka-storage.sh
 
 
@@ -91,19 +97,50 @@ def format_storage(config: KRaftConfig, options: FormatOptions, rng: random.Rand
     empty = [d for d in config.directories if d not in found]
     if not empty:
         return ["All of the log directories are already formatted."]
+    voters = _initial_voters(config, options, rng)
     lines, taken = [], [m.directory_id for m in found.values() if m.directory_id]
     bootstrap = bootstrap_bytes(now_ms)
     for directory in empty:
-        directory_id = meta_properties.random_directory_id(rng, taken)
+        kind = _directory_kind(directory, config, voters)
+        if kind == VOTER_DIRECTORY:
+            assert voters is not None
+            directory_id = voters[config.node_id].directory_id
+        else:
+            directory_id = meta_properties.random_directory_id(rng, taken)
         taken.append(directory_id)
-        kind = "metadata directory" if directory == config.metadata_log_dir else "data directory"
         lines.append(f"Formatting {kind} {directory} with metadata.version {METADATA_VERSION}.")
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         write_atomically(path / BOOTSTRAP_FILE_NAME, bootstrap)
+        if voters is not None and kind != DATA_DIRECTORY:
+            (path / METADATA_PARTITION_DIR).mkdir(exist_ok=True)
+            write_atomically(path / METADATA_PARTITION_DIR / BOOTSTRAP_SNAPSHOT_NAME,
+                             voters_snapshot_bytes(voters, config.controller_listener_names[0], now_ms))
         meta = MetaProperties(meta_properties.VERSION_1, options.cluster_id, config.node_id, directory_id)
         meta_properties.write(path, meta, now_ms)
     return lines
+
+
+def _directory_kind(directory: str, config: KRaftConfig, voters: dict[int, DynamicVoter] | None) -> str:
+    """Kafka's ``Formatter.DirectoryType``, as its description."""
+    if directory != config.metadata_log_dir:
+        return DATA_DIRECTORY
+    if voters is None:
+        return "metadata directory"
+    return VOTER_DIRECTORY if config.node_id in voters else "dynamic metadata directory"
+
+
+def _initial_voters(config: KRaftConfig, options: FormatOptions, rng: random.Random) -> dict[int, DynamicVoter] | None:
+    """The dynamic quorum's first voters, from --initial-controllers or --standalone."""
+    if options.initial_controllers is not None:
+        return parse_dynamic_voters(options.initial_controllers)
+    if not options.standalone:
+        return None
+    if not config.advertised_controller_listeners:
+        raise FormatterError("No controller listeners found.")
+    listener = config.advertised_controller_listeners[0]
+    directory_id = meta_properties.random_directory_id(rng)
+    return {config.node_id: DynamicVoter(config.node_id, listener.host or "localhost", listener.port, directory_id)}
 
 
 def _check_format_request(config: KRaftConfig, options: FormatOptions) -> None:
@@ -112,11 +149,8 @@ def _check_format_request(config: KRaftConfig, options: FormatOptions) -> None:
                              "Formatting is only supported for clusters in KRaft mode.")
     if options.standalone and not config.is_controller:
         raise FormatterError("You can only use --standalone on a controller.")
-    if options.standalone or options.initial_controllers:
-        raise FormatterError("kafkalab's controller quorum is static: set controller.quorum.voters and format "
-                             "without --standalone or --initial-controllers (dynamic quorums, KIP-853, are "
-                             "not supported)")
-    if config.is_controller and not config.voters and not options.no_initial_controllers:
+    dynamic = options.standalone or options.initial_controllers is not None
+    if config.is_controller and not config.voters and not options.no_initial_controllers and not dynamic:
         raise FormatterError("Because controller.quorum.voters is not set on this controller, you must specify "
                              "one of the following: --standalone, --initial-controllers, or --no-initial-controllers.")
     if config.node_id < 0:

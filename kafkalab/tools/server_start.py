@@ -49,6 +49,7 @@ from kafkalab.clock import SystemClock
 from kafkalab.config.kraft import kraft_config
 from kafkalab.config.store import read_properties
 from kafkalab.errors import ConfigError, KafkaError
+from kafkalab.metadata.dynamic_voters import read_bootstrap_voters
 from kafkalab.server import KafkaServer
 
 DEFAULT_DATA_DIR = "kafkalab-data"
@@ -106,10 +107,14 @@ def _kraft_server(args: argparse.Namespace, properties: dict[str, str]) -> Kafka
         # other, such a node would quietly be a cluster of its own, so it is refused.
         raise ConfigError("kafkalab runs a KRaft node as a combined node (process.roles=broker,controller); "
                           f"process.roles={','.join(sorted(config.process_roles))} is not supported yet")
-    if set(config.voters) - {config.node_id}:
-        raise ConfigError("kafkalab's process runtime runs a single-voter controller quorum: "
-                          f"controller.quorum.voters must name only node {config.node_id}, "
-                          f"got {sorted(config.voters)}")
+    voters = set(config.voters)
+    if not voters:  # a dynamic quorum (KIP-853): its voters are in the bootstrap snapshot
+        initial = read_bootstrap_voters(Path(config.metadata_log_dir))
+        voters = set(initial) if initial is not None else set()
+    if voters != {config.node_id}:
+        raise ConfigError("kafkalab's process runtime runs a single-voter controller quorum: the voters "
+                          "(controller.quorum.voters, or storage format's --standalone/--initial-controllers) "
+                          f"must be only node {config.node_id}, got {sorted(voters)}")
     if args.data_dir:
         raise ConfigError("--data-dir is for the single-node form; a KRaft server.properties names its "
                           "directories in log.dirs")

@@ -5,8 +5,11 @@
 
 ``random-uuid`` prints a new cluster id (Kafka's ``Uuid.randomUuid``: 22 characters of URL-safe
 base64, never starting with ``-``). ``format`` writes ``meta.properties`` and
-``bootstrap.checkpoint`` into every directory of ``log.dirs`` and ``metadata.log.dir``; see
-:mod:`kafkalab.broker.storage_format`. Errors go to stderr with exit status 1, as Kafka's tool.
+``bootstrap.checkpoint`` into every directory of ``log.dirs`` and ``metadata.log.dir`` and, with
+``--standalone`` or ``--initial-controllers``, the first voters of a dynamic quorum; see
+:mod:`kafkalab.broker.storage_format`. Kafka 4's quickstart works as printed::
+
+    kafkalab storage format --standalone -t "$(kafkalab storage random-uuid)" -c server.properties Errors go to stderr with exit status 1, as Kafka's tool.
 """
 
 from __future__ import annotations
@@ -36,11 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="Skip directories already formatted instead of failing.")
     quorum = fmt.add_mutually_exclusive_group()
     quorum.add_argument("--standalone", "-s", action="store_true",
-                        help="Initialize a controller as a single-node dynamic quorum (not supported).")
+                        help="Initialize a controller as a single-node dynamic quorum (KIP-853).")
     quorum.add_argument("--no-initial-controllers", "-N", action="store_true",
                         help="Initialize a server without a dynamic quorum topology.")
     quorum.add_argument("--initial-controllers", "-I",
-                        help="id@host:port:directory,... of a dynamic quorum (not supported).")
+                        help="id@host:port:directory,... : the first voters of a dynamic quorum (KIP-853).")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -144,3 +144,54 @@ def test_kraft_keys_are_broker_keys_with_kafkas_defaults() -> None:
         BROKER_KEYS["process.roles"].parse("broker,zookeeper")
     assert BROKER_KEYS["controller.quorum.voters"].default == []
     assert BROKER_KEYS["controller.listener.names"].default is None
+
+
+# The KRaft keys of the example files Apache Kafka ships in config/kraft/ (comments dropped).
+KAFKA_EXAMPLES = {
+    "server.properties": """process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+log.dirs=/tmp/kraft-combined-logs""",
+    "reconfig-server.properties": """process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+log.dirs=/tmp/kraft-combined-logs""",
+    "broker.properties": """process.roles=broker
+node.id=2
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://localhost:9092
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+log.dirs=/tmp/kraft-broker-logs""",
+    "controller.properties": """process.roles=controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=CONTROLLER://:9093
+advertised.listeners=CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+log.dirs=/tmp/kraft-controller-logs""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KAFKA_EXAMPLES))
+def test_kafkas_own_example_configs_are_valid(name: str) -> None:
+    props = dict(line.split("=", 1) for line in KAFKA_EXAMPLES[name].splitlines())
+    config = kraft_config(props)
+    assert config.node_id == int(props["node.id"])
+    assert config.process_roles == set(props["process.roles"].split(","))
+    if config.is_controller:
+        assert str(config.advertised_controller_listeners[0]) == "CONTROLLER://localhost:9093"
+    if config.is_broker:
+        assert str(config.inter_broker_endpoint) == "PLAINTEXT://localhost:9092"
