@@ -128,8 +128,10 @@ def _kraft_server(args: argparse.Namespace, properties: dict[str, str]) -> Kafka
     host = args.host or main.host or "127.0.0.1"
     port = args.port if args.port is not None else main.port
     extra = [(e.host or "127.0.0.1", e.port) for e in config.listeners if e != main]
+    # --port moves the broker listener, so the advertised port follows it (0: the bound port).
+    advertised_port = 0 if args.port is not None else advertised.port
     return KafkaServer(Path(config.log_dirs[0]), properties, host=host, port=port, allow_remote=args.allow_remote,
-                       cluster_id=identity.cluster_id, advertised=(advertised.host, advertised.port),
+                       cluster_id=identity.cluster_id, advertised=(advertised.host, advertised_port),
                        extra_listeners=extra)
 
 
