@@ -134,14 +134,15 @@ class PeerConnection:
                     f"could not connect to node {self.node_id} at {self.address[0]}:{self.address[1]}: {error}"))
                 continue
             self.connects += 1
+            failure = NetworkError(f"the connection to node {self.node_id} ended")
             try:
-                await self._serve(reader, writer)
+                await self._serve(reader, writer)  # returns only by raising
             except (KafkaError, OSError, TimeoutError) as error:
                 failure = error if isinstance(error, NetworkError) else NetworkError(
                     f"connection to node {self.node_id} failed: {error}")
-                await self._after_failure(failure)
             finally:
-                writer.close()
+                writer.close()  # before the backoff: a dropped connection holds no socket
+            await self._after_failure(failure)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Send queued requests and hand responses back until the connection fails."""
