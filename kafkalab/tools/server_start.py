@@ -18,7 +18,8 @@ A KRaft ``server.properties`` (one that sets ``process.roles``) is read as Kafka
 storage format``); the node takes its cluster id from ``meta.properties`` and refuses
 directories that are unformatted or formatted for another node, with Kafka's message. It binds
 every listener in ``listeners`` -- the broker's and the controller's -- and advertises the one
-named by ``inter.broker.listener.name``. kafkalab keeps partitions and ``__cluster_metadata-0``
+named by ``inter.broker.listener.name``. A listener without a host (``PLAINTEXT://:9092``)
+binds 127.0.0.1 here, where Kafka binds every address. kafkalab keeps partitions and ``__cluster_metadata-0``
 in the first of ``log.dirs``; ``--data-dir`` belongs to the single-node form only. SIGTERM and SIGINT shut down cleanly: logs are flushed and checkpoints
 written, so a restart serves everything acknowledged.
 
