@@ -13,6 +13,8 @@ checks it (Kafka's ``KafkaRaftServer.initializeLogDirs``). :func:`format_storage
   ``metadata.version``, framed as a snapshot (header, records, footer). A directory already
   formatted stops the command unless ``--ignore-formatted``; one formatted for another cluster
   or node stops it always.
+* info (:func:`storage_info`): what ``kafka-storage.sh info`` prints -- the directories, the
+  metadata they hold, and what is wrong with them;
 * start: a directory without ``meta.properties`` stops the node ("have you run ... format?"),
   as do files that disagree with each other or with ``node.id``; ``__cluster_metadata-0``
   outside the metadata directory is refused too.
@@ -202,5 +204,48 @@ def initialize_log_dirs(config: KRaftConfig, rng: random.Random, now_ms: int) ->
     return NodeIdentity(first.cluster_id, config.node_id, directory_ids)
 
 
+def storage_info(config: KRaftConfig) -> tuple[list[str], int]:
+    """``storage info``: the directories, the metadata they hold and any problem, as Kafka's
+    ``StorageTool.infoCommand`` prints them; the exit status is 1 when there is a problem."""
+    problems: list[str] = []
+    found: list[str] = []
+    first: MetaProperties | None = None
+    for directory in config.directories:
+        path = Path(directory)
+        if not path.is_dir():
+            problems.append(f"{directory} {'is not a directory' if path.exists() else 'does not exist'}")
+            continue
+        found.append(directory)
+        try:
+            meta = meta_properties.read(path)
+        except StorageError as error:
+            problems.append(f"Error loading {path / meta_properties.FILE_NAME}: {error}")
+            continue
+        if meta is None:
+            problems.append(f"{directory} is not formatted.")
+        elif first is None:
+            first = meta
+        elif meta.cluster_id != first.cluster_id:
+            problems.append("Mismatched cluster IDs between storage directories.")
+        elif meta.node_id != first.node_id:
+            problems.append("Mismatched node IDs between storage directories.")
+    if first is not None and config.process_roles and first.version == meta_properties.VERSION_0:
+        problems.append("The kafka configuration file appears to be for a cluster in KRaft mode, but the "
+                        "directories are formatted for legacy mode.")
+    elif first is not None and not config.process_roles and first.version == meta_properties.VERSION_1:
+        problems.append("The kafka configuration file appears to be for a legacy cluster, but the "
+                        "directories are formatted for a cluster in KRaft mode.")
+    lines: list[str] = []
+    if found:
+        lines += ["Found log directory:" if len(found) == 1 else "Found log directories:"]
+        lines += [f"  {d}" for d in found] + [""]
+    if first is not None:  # a Java TreeMap's toString: sorted keys
+        lines += ["Found metadata: {" + ", ".join(f"{k}={v}" for k, v in sorted(first.to_properties().items())) + "}", ""]
+    if problems:
+        lines += ["Found problem:" if len(problems) == 1 else "Found problems:"]
+        lines += [f"  {p}" for p in problems] + [""]
+    return lines, 1 if problems else 0
+
+
 __all__ = ["FormatOptions", "FormatterError", "NodeIdentity", "bootstrap_bytes", "format_storage",
-           "initialize_log_dirs"]
+           "initialize_log_dirs", "storage_info"]

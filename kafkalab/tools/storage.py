@@ -2,6 +2,7 @@
 
     kafkalab storage random-uuid
     kafkalab storage format -t MkU3OEVBNTcwNTJENDM2Qk -c config/server.properties
+    kafkalab storage info -c config/server.properties
 
 ``random-uuid`` prints a new cluster id (Kafka's ``Uuid.randomUuid``: 22 characters of URL-safe
 base64, never starting with ``-``). ``format`` writes ``meta.properties`` and
@@ -19,7 +20,7 @@ import random
 import sys
 from pathlib import Path
 
-from kafkalab.broker.storage_format import FormatOptions, format_storage
+from kafkalab.broker.storage_format import FormatOptions, format_storage, storage_info
 from kafkalab.clock import SystemClock
 from kafkalab.config.kraft import kraft_config
 from kafkalab.config.store import read_properties
@@ -32,6 +33,8 @@ EXIT_FAILURE = 1
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="storage_command", metavar="COMMAND", required=True)
     commands.add_parser("random-uuid", help="Print a random UUID.")
+    info = commands.add_parser("info", help="Get information about the Kafka log directories on this node.")
+    info.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
     fmt = commands.add_parser("format", help="Format the Kafka log directories on this node.")
     fmt.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
     fmt.add_argument("--cluster-id", "-t", required=True, help="The cluster ID to use.")
@@ -51,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if args.storage_command == "random-uuid":
         print(random_topic_id(rng))
         return 0
+    if args.storage_command == "info":
+        return _info(Path(args.config))
     options = FormatOptions(args.cluster_id, args.ignore_formatted, args.standalone,
                             args.initial_controllers, args.no_initial_controllers)
     try:
@@ -62,3 +67,14 @@ def run(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     return 0
+
+
+def _info(config_path: Path) -> int:
+    try:
+        lines, status = storage_info(kraft_config(read_properties(config_path)))
+    except (KafkaError, OSError) as error:
+        print(error, file=sys.stderr)
+        return EXIT_FAILURE
+    for line in lines:
+        print(line)
+    return status

@@ -40,3 +40,20 @@ def test_format_refuses_a_config_that_is_not_kraft(tmp_path: Path, capsys: pytes
     config.write_text(f"log.dirs={tmp_path}\n")
     assert main(["storage", "format", "-t", "abc", "-c", str(config)]) == 1
     assert "Formatting is only supported for clusters in KRaft mode." in capsys.readouterr().err
+
+
+def test_info_before_and_after_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "server.properties"
+    config.write_text("process.roles=broker,controller\nnode.id=1\n"
+                      "listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
+                      "controller.listener.names=CONTROLLER\ncontroller.quorum.voters=1@localhost:9093\n"
+                      f"log.dirs={tmp_path / 'a'},{tmp_path / 'b'}\n")
+    assert main(["storage", "info", "-c", str(config)]) == 1
+    assert capsys.readouterr().out == (
+        f"Found problems:\n  {tmp_path / 'a'} does not exist\n  {tmp_path / 'b'} does not exist\n\n")
+    assert main(["storage", "format", "-t", "abc", "-c", str(config)]) == 0
+    capsys.readouterr()
+    assert main(["storage", "info", "-c", str(config)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:4] == ["Found log directories:", f"  {tmp_path / 'a'}", f"  {tmp_path / 'b'}", ""]
+    assert out[4].startswith("Found metadata: {cluster.id=abc, directory.id=") and out[4].endswith(", node.id=1, version=1}")
