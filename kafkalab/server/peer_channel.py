@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import struct
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -107,8 +108,14 @@ class PeerConnection:
                                      f"{self.address[0]}:{self.address[1]}; the limit is {QUEUED_REQUESTS_MAX}")
         self._queued.append(request)
         self._work.set()
-        if self._task is None:
+        if self._task is None or self._task.done():  # done: a bug ended it; it was logged
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"peer-{self.node_id}")
+            self._task.add_done_callback(self._log_crash)
+
+    def _log_crash(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("the connection task for node %s failed", self.node_id, exc_info=task.exception())
+            self._fail_all(NetworkError(f"the connection task for node {self.node_id} failed: {task.exception()}"))
 
     async def close(self) -> None:
         if self._task is not None:
@@ -167,9 +174,17 @@ class PeerConnection:
 
     async def _send_queued(self, protocol: ClientProtocol, writer: asyncio.StreamWriter) -> None:
         while self._queued and len(self._in_flight) < IN_FLIGHT_MAX:
-            request = self._queued.popleft()
-            writer.write(protocol.send_request(request.api_key, request.body, api_version=request.api_version))
-            self._in_flight.append(request)
+            request = self._queued[0]  # still queued until written: a crash here fails it, not loses it
+            try:
+                data = protocol.send_request(request.api_key, request.body, api_version=request.api_version)
+            except (KafkaError, AttributeError, ValueError, TypeError, struct.error) as error:  # a body the schema refuses
+                self._queued.popleft()
+                self._channel.call(request.on_failure, NetworkError(
+                    f"cannot encode API {request.api_key} v{request.api_version} for node {self.node_id}: {error}",
+                    error_code=ErrorCode.INVALID_REQUEST))
+                continue
+            writer.write(data)
+            self._in_flight.append(self._queued.popleft())
         await asyncio.wait_for(writer.drain(), self._seconds_to_deadline())
 
     def _receive(self, protocol: ClientProtocol, data: bytes) -> None:

@@ -227,3 +227,20 @@ def test_reconnect_backoff_doubles_up_to_the_maximum_with_jitter() -> None:
     for failures, base in [(1, 50), (2, 100), (3, 200), (5, 800), (6, 1000), (30, 1000)]:
         for _ in range(50):
             assert base * 0.8 <= channel.backoff_ms(failures) <= base * 1.2
+
+
+def test_a_body_the_schema_refuses_fails_alone() -> None:
+    async def scenario() -> None:
+        peer = FakePeer()
+        port = await peer.start()
+        channel = PeerChannel(2, {1: ("127.0.0.1", port)}, random.Random(1))
+        outcomes = Outcomes()
+        channel.send(1, ApiKey.METADATA, 0, object(), outcomes.on_response, outcomes.on_failure)
+        send(channel, outcomes)  # the next request on the same connection still goes through
+        await outcomes.wait(2)
+        assert [f.error_code for f in outcomes.failures] == [ErrorCode.INVALID_REQUEST]
+        assert len(outcomes.responses) == 1 and len(peer.correlation_ids) == 1  # only the good one was sent
+        await channel.close()
+        await peer.stop()
+
+    run(scenario)
