@@ -66,7 +66,10 @@ from kafkalab.broker.topics import TopicRegistry
 from kafkalab.broker.txn_verification import TxnVerificationChannel
 from kafkalab.config import DynamicConfigStore
 from kafkalab.config.resolve import broker_value
+from kafkalab.broker.alter_partition import AlterPartitionManager
+from kafkalab.broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, ControllerRequest
 from kafkalab.broker.local_metadata import open_local_controller
+from kafkalab.broker.metadata_follower import MetadataFollower
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
@@ -125,19 +128,28 @@ class Broker:
         self.replica_manager = ReplicaManager(
             settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
             on_high_watermark_moved=self._high_watermark_moved)
+        self.image = MetadataImage()  # the cluster as this broker last learned it
+        self.lifecycle: BrokerLifecycleManager | None = None  # registration and heartbeats, in a cluster
+        self.metadata_follower: MetadataFollower | None = None  # fetches __cluster_metadata, in a cluster
+        self.alter_partitions: AlterPartitionManager | None = None  # ISR proposals, in a cluster
         if controller is None:  # a lone broker is its own cluster, and adopts its directories
             self.controller = open_local_controller(
                 log_store, registration, rng, clock_ms or (lambda: 0), _broker_int(
                     config_store, str(settings.node_id), "metadata.log.max.record.bytes.between.snapshots"))
-            self.topics = TopicRegistry(self.controller, self.replica_manager)
+            self.topics = TopicRegistry(self.controller, self.replica_manager, lambda: self.image)
             self.topics.restore(log_store)
             self._unsubscribe = self.controller.subscribe(self._apply_image)
             self.controller.publish()
-        else:  # one broker of a cluster: it registers with the cluster's controller
-            self.controller = controller
-            self.topics = TopicRegistry(self.controller, self.replica_manager)
-            self._unsubscribe = self.controller.subscribe(self._apply_image)
-            self.controller.register_broker(registration)
+        else:  # one broker of a cluster: it registers and learns the metadata over the network
+            self.controller = controller  # where admin requests go (Kafka forwards them to it)
+            self.topics = TopicRegistry(self.controller, self.replica_manager, lambda: self.image)
+            self._unsubscribe = lambda: None
+            incarnation_id = uuid.UUID(int=rng.getrandbits(128), version=4)  # new each process start
+            self.lifecycle = BrokerLifecycleManager(BrokerIdentity(
+                settings.node_id, settings.cluster_id, incarnation_id, settings.host, settings.port, settings.rack))
+            self.metadata_follower = MetadataFollower(settings.node_id, settings.cluster_id)
+            self.alter_partitions = AlterPartitionManager(
+                settings.node_id, self.replica_manager, lambda: self.image, lambda: self.replica_manager.broker_epoch)
         self.parked_fetches: dict[int, DelayedFetch] = {}  # by connection: one request in flight each
         self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
         self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
@@ -312,8 +324,67 @@ class Broker:
         self._unsubscribe()
         self._unsubscribe = lambda: None
 
+    # --- a cluster's broker and its controller (sans-I/O: the adapter carries the requests) ----
+
+    def controller_requests(self, now_ms: int) -> list[ControllerRequest]:
+        """Registration, heartbeat and AlterPartition requests due now, for the active controller."""
+        if self.lifecycle is None or self.alter_partitions is None:
+            return []
+        due = [self.lifecycle.poll(now_ms), self.alter_partitions.poll(now_ms)]
+        return [request for request in due if request is not None]
+
+    def controller_deadline_ms(self) -> int | None:
+        """When :meth:`controller_requests` next has something to send, or None."""
+        if self.lifecycle is None or self.alter_partitions is None:
+            return None
+        times = [t for t in (self.lifecycle.next_deadline_ms(), self.alter_partitions.next_deadline_ms()) if t is not None]
+        return min(times, default=None)
+
+    def on_controller_response(self, request: ControllerRequest, body: Any, now_ms: int) -> None:
+        assert self.lifecycle is not None and self.alter_partitions is not None, "a cluster's broker"
+        if request.api_key == ApiKey.ALTER_PARTITION:
+            self.alter_partitions.on_response(request.request_id, body, now_ms)
+            return
+        self.lifecycle.on_response(request.request_id, request.api_key, body, now_ms)
+        self._use_broker_epoch(self.lifecycle.broker_epoch)
+        self._publish_metadata(now_ms)
+
+    def on_controller_failure(self, request: ControllerRequest, now_ms: int) -> None:
+        assert self.lifecycle is not None and self.alter_partitions is not None, "a cluster's broker"
+        if request.api_key == ApiKey.ALTER_PARTITION:
+            self.alter_partitions.on_failure(request.request_id, now_ms)
+        else:
+            self.lifecycle.on_failure(request.request_id, now_ms)
+
+    def _use_broker_epoch(self, epoch: int) -> None:
+        """The epoch of this broker's registration goes with its ISR proposals (KIP-903)."""
+        if epoch < 0 or epoch == self.replica_manager.broker_epoch:
+            return
+        self.replica_manager.broker_epoch = epoch
+        for hosted in self.replica_manager:
+            hosted.partition.local_broker_epoch = epoch
+
+    def on_metadata_fetched(self, response: Any, now_ms: int) -> None:
+        """A Fetch answer from the controller: replay its records and act on the new image."""
+        assert self.metadata_follower is not None and self.lifecycle is not None, "a cluster's broker"
+        image = self.metadata_follower.on_fetch_response(response)
+        if image is not None:
+            self.lifecycle.metadata_replayed(image.offset, now_ms)
+            self._publish_metadata(now_ms)
+
+    def _publish_metadata(self, now_ms: int) -> None:
+        """Act on the replayed image -- lead, follow, serve Metadata -- once this broker has
+        registered and replayed the log up to its own registration (Kafka's broker waits for
+        its initial catch-up before installing its metadata publishers). Before that the log
+        may still name this broker's previous incarnation as a leader."""
+        assert self.metadata_follower is not None and self.lifecycle is not None
+        image = self.metadata_follower.image
+        if self.lifecycle.caught_up and image.offset > self.image.offset:
+            self._apply_image(image)
+
     def _apply_image(self, image: MetadataImage) -> None:
         """Follow the controller: lead, follow or drop partitions as the new image says."""
+        self.image = image
         applied = self.replica_manager.apply_image(image, self.timer.now_ms())
         for partitions in (self.group_partitions, self.txn_partitions):
             if partitions is not None:
@@ -326,7 +397,7 @@ class Broker:
         before ``__consumer_offsets`` exists: it will lead every partition its first write
         creates."""
         assert self.group_partitions is not None
-        if self.lone and self.controller.image.topics.get(OFFSETS_TOPIC) is None:
+        if self.lone and self.image.topics.get(OFFSETS_TOPIC) is None:
             return 0
         return self.group_partitions.error_for(partition)
 
@@ -345,7 +416,7 @@ class Broker:
         """NONE if this broker coordinates the transactional ids of ``partition`` now -- or the
         topic does not exist yet (the coordinator's first write creates it, here)."""
         assert self.txn_partitions is not None
-        if self.controller.image.partition(TRANSACTION_STATE_TOPIC, partition) is None:
+        if self.image.partition(TRANSACTION_STATE_TOPIC, partition) is None:
             return 0
         return self.txn_partitions.error_for(partition)
 

@@ -20,6 +20,7 @@ Topic names follow Kafka's ``Topic.validate``: ``orders.v2`` is valid; ``orders 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalab.broker.log_store import LogStore, PartitionLog
@@ -30,6 +31,7 @@ from kafkalab.controller.local import (
     TopicError,
     validate_topic_name,
 )
+from kafkalab.metadata.image import MetadataImage
 from kafkalab.replication.replica_manager import HostedPartition, ReplicaManager
 from kafkalab.storage.log_manager import KRAFT_METADATA_TOPIC
 
@@ -45,9 +47,11 @@ class TopicInfo:
 class TopicRegistry:
     """The broker's view of topics. Not thread-safe; owned by the broker."""
 
-    def __init__(self, controller: LocalController, replica_manager: ReplicaManager) -> None:
+    def __init__(self, controller: LocalController, replica_manager: ReplicaManager,
+                 image: Callable[[], MetadataImage] | None = None) -> None:
         self.controller = controller
         self.replica_manager = replica_manager
+        self._image = image if image is not None else (lambda: controller.image)  # the broker's view
 
     def restore(self, log_store: LogStore) -> None:
         """Adopt the partition directories of a data directory into the controller's image."""
@@ -60,10 +64,10 @@ class TopicRegistry:
             self.controller.restore_topic(topic, topic_id, count, self.replica_manager.broker_id)
 
     def names(self) -> list[str]:
-        return sorted(self.controller.image.topics)
+        return sorted(self._image().topics)
 
     def get(self, name: str) -> TopicInfo | None:
-        topic = self.controller.image.topics.get(name)
+        topic = self._image().topics.get(name)
         return None if topic is None else TopicInfo(name, topic.topic_id, len(topic.partitions))
 
     def partition(self, topic: str, partition: int) -> HostedPartition | None:

@@ -134,7 +134,7 @@ class TxnMarkerChannelManager:
             self.queues.setdefault(leader, []).append((pending, tuple(partitions)))
 
     def _leader(self, tp: TopicPartition) -> int | ErrorCode:
-        image = self.broker.controller.image
+        image = self.broker.image
         registration = image.partition(*tp)
         if registration is None:
             return ErrorCode.NONE  # deleted with its topic: nothing left to mark

@@ -160,7 +160,7 @@ class TxnVerificationChannel:
     def verify(self, request: VerifyRequest, on_complete: Callable[[VerificationResults], None]) -> None:
         broker = self.broker
         partition = broker.txn_coordinator.partition_of(request.transactional_id)
-        found = coordinator_of(broker.controller.image, TRANSACTION_STATE_TOPIC, partition)
+        found = coordinator_of(broker.image, TRANSACTION_STATE_TOPIC, partition)
         # A lone broker coordinates every id, also before its first write creates the topic.
         if found.node_id == broker.settings.node_id or (broker.lone and found.error_code != ErrorCode.NONE):
             on_complete(broker.txn_coordinator.verify_partitions(

@@ -57,7 +57,7 @@ from kafkalab.metadata.delta import replay
 from kafkalab.metadata.image import NO_LEADER, BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
 from kafkalab.metadata.record_log import SOLE_VOTER_EPOCH, MemoryRecordLog, RecordLog
 from kafkalab.metadata.records import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, encode_record
-from kafkalab.metadata.snapshot import SnapshotPolicy
+from kafkalab.metadata.snapshot import SnapshotPolicy, register_broker_record
 
 MAX_ELECTIONS_PER_IMBALANCE = 1_000  # Kafka's maxElectionsPerImbalance: one check's batch at most
 TOPIC_NAME_CHARS_MAX = 249  # Kafka's Topic.MAX_NAME_LENGTH
@@ -161,6 +161,56 @@ class LocalController:
         records += builders.partition_changes(self.image, self._reelect(
             self.image, lambda b: b in brokers and not brokers[b].fenced))
         self._commit(records)
+
+    def register_fenced_broker(self, broker: BrokerRegistration) -> int:
+        """A broker's BrokerRegistration request, as Kafka's ``ClusterControlManager.registerBroker``
+        handles it: a RegisterBrokerRecord with the broker fenced, whose offset becomes the
+        broker epoch (returned). An earlier incarnation still unfenced is fenced first, so its
+        leaderships and ISR memberships end; the broker is unfenced later by a heartbeat that
+        shows it has replayed the log up to its own registration (:meth:`unfence_broker`)."""
+        known = self.image.brokers.get(broker.broker_id)
+        if known is not None and not known.fenced:
+            self.fence_broker(broker.broker_id)
+        epoch = self.image.offset + 1  # the offset the RegisterBrokerRecord lands at
+        self._commit([register_broker_record(replace(broker, broker_epoch=epoch, fenced=True), fenced=True)])
+        return epoch
+
+    def unfence_broker(self, broker_id: int) -> None:
+        """Kafka's ``handleBrokerUnfenced``: BrokerRegistrationChangeRecord (fenced -1), then
+        partitions that have no leader may elect the broker again if it is in their ISR."""
+        broker = self.image.brokers.get(broker_id)
+        if broker is None or not broker.fenced:
+            return
+        records: list[Any] = [r.BROKER_REGISTRATION_CHANGE_RECORD.cls(
+            broker_id=broker_id, broker_epoch=broker.broker_epoch, fenced=r.UNFENCE)]
+        brokers = {**self.image.brokers, broker_id: replace(broker, fenced=False)}
+        records += builders.partition_changes(self.image, self._reelect(
+            self.image, lambda b: b in brokers and not brokers[b].fenced and not brokers[b].in_controlled_shutdown))
+        self._commit(records)
+
+    def begin_controlled_shutdown(self, broker_id: int, unclean_enabled: Callable[[str], bool] = lambda topic: False) -> None:
+        """Kafka's ``handleBrokerInControlledShutdown``: the broker is marked in controlled
+        shutdown (BrokerRegistrationChangeRecord, in_controlled_shutdown 1) and leaves every
+        ISR it is in, so the partitions it leads elect another in-sync replica -- the same
+        ISR and leader changes as fencing, but the broker stays registered and unfenced (its
+        followers keep fetching, its clients get NOT_LEADER_OR_FOLLOWER and move on). A
+        partition whose ISR is only this broker keeps it as the ISR and loses its leader."""
+        broker = self.image.brokers.get(broker_id)
+        if broker is None or broker.fenced:
+            return
+        brokers = self.image.brokers
+        partitions = [(t.name, i, p) for t in self.image.topics.values() for i, p in t.partitions.items()]
+        changes = fence_broker(partitions, broker_id, lambda b: b in brokers and not brokers[b].fenced
+                               and not brokers[b].in_controlled_shutdown, unclean_enabled)
+        records: list[Any] = []
+        if not broker.in_controlled_shutdown:
+            records.append(r.BROKER_REGISTRATION_CHANGE_RECORD.cls(
+                broker_id=broker_id, broker_epoch=broker.broker_epoch, in_controlled_shutdown=r.IN_CONTROLLED_SHUTDOWN))
+        self._commit(records + builders.partition_changes(self.image, changes))
+
+    def has_leaderships(self, broker_id: int) -> bool:
+        """Does ``broker_id`` lead any partition? (Kafka's ``BrokersToIsrs.hasLeaderships``.)"""
+        return any(p.leader == broker_id for t in self.image.topics.values() for p in t.partitions.values())
 
     def fence_broker(self, broker_id: int, unclean_enabled: Callable[[str], bool] = lambda topic: False) -> None:
         """Kafka's ``handleBrokerFenced``, after ``broker.session.timeout.ms`` without a

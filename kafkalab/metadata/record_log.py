@@ -52,9 +52,11 @@ class MemoryRecordLog:
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
+        self.batches: list[tuple[int, int]] = []  # (last offset, append time) of each batch, in order
 
     def append(self, values: Sequence[bytes], now_ms: int) -> int:
         self.values.extend(values)
+        self.batches.append((len(self.values) - 1, now_ms))
         return len(self.values) - 1
 
     def records(self) -> list[Any]:

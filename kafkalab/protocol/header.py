@@ -25,6 +25,7 @@ from kafkalab.protocol.fetch_codec import decode_fetch_request, decode_fetch_res
 from kafkalab.protocol.framing import size_prefix
 from kafkalab.protocol.messages import SCHEMAS
 from kafkalab.protocol.messages.api_versions import API_VERSIONS_RESPONSE
+from kafkalab.protocol.messages.broker_lifecycle import CONTROLLER_SCHEMAS
 from kafkalab.protocol.schema import TAGGED_FIELDS_MAX
 from kafkalab.protocol.types import Part, Reader, Writer, parts_size_bytes
 
@@ -43,8 +44,13 @@ class RequestHeader:
 
 def request_is_flexible(api_key: int, api_version: int) -> bool:
     """Header v2 iff this API version is flexible; unknown APIs are assumed not flexible."""
-    pair = SCHEMAS.get(api_key)
+    pair = SCHEMAS.get(api_key) or CONTROLLER_SCHEMAS.get(api_key)
     return pair is not None and pair[0].is_flexible(api_version)
+
+
+def _schemas(api_key: int) -> Any:
+    """(request, response) schemas of an API clients use, or of a controller-only one."""
+    return SCHEMAS[api_key] if api_key in SCHEMAS else CONTROLLER_SCHEMAS[api_key]
 
 
 def decode_request_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
@@ -78,7 +84,7 @@ def encode_request(
     api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
 ) -> bytes:
     """A whole framed request (used by tests and by kafkalab's own tools)."""
-    request_schema = SCHEMAS[api_key][0]
+    request_schema = _schemas(api_key)[0]
     writer = Writer()
     writer.int16(api_key)
     writer.int16(api_version)
@@ -100,7 +106,7 @@ def decode_request_body(api_key: int, api_version: int, data: bytes | bytearray 
     LogValidator does for uncompressed batches, writes their offsets into them in place."""
     if api_key == ApiKey.FETCH:
         return decode_fetch_request(data, api_version)
-    return SCHEMAS[api_key][0].decode(data, api_version, allow_trailing=True, records_as_views=True)
+    return _schemas(api_key)[0].decode(data, api_version, allow_trailing=True, records_as_views=True)
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> list[Part]:
@@ -109,7 +115,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
         parts = encode_fetch_response(correlation_id, api_version, body)
         if parts is not None:
             return parts
-    response_schema = SCHEMAS[api_key][1]
+    response_schema = _schemas(api_key)[1]
     writer = Writer()
     writer.int32(correlation_id)
     if response_schema.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS:
@@ -122,7 +128,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
 def decode_response(api_key: int, api_version: int, frame: bytes, *, allow_trailing: bool = False) -> tuple[int, Any]:
     """(correlation id, body) of a response frame without its size prefix (tests and tools).
     ``allow_trailing`` ignores bytes after the body, as Kafka's Java client does."""
-    response_schema = SCHEMAS[api_key][1]
+    response_schema = _schemas(api_key)[1]
     reader = Reader(frame)
     correlation_id = reader.int32()
     if response_schema.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS:

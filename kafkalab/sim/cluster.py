@@ -18,13 +18,20 @@ The loop, per step::
                                      response -> the follower's fetcher, or the client's future
     every follower with no fetch in flight to a leader sends its next Fetch
     every transaction coordinator sends its queued WriteTxnMarkers to the partition leaders
-    ISR changes the leaders proposed go to the controller; its new image reaches every broker
+    every broker sends what it owes the controller: BrokerRegistration, BrokerHeartbeat,
+    AlterPartition, and a Fetch of ``__cluster_metadata`` when none is in flight
 
-The controller is the cluster's :class:`~kafkalab.controller.local.LocalController`, called in
-process: AlterPartition and the metadata it publishes do not (yet) cross the network.
+The controller is a node of its own on the network, ``"controller"``: a
+:class:`~kafkalab.controller.controller_node.ControllerNode` over the cluster's
+:class:`~kafkalab.controller.local.LocalController`. Brokers register with it, heartbeat every
+2 s, propose ISR changes with AlterPartition, and learn the metadata by fetching its log and
+replaying the records, as KRaft brokers do; a broker silent for ``broker.session.timeout.ms``
+(9 s) is fenced. Tests, tools and the book's cells may still call the LocalController directly
+for admin operations (create a topic, elect leaders), as a broker forwards them to it.
 
 Worked example: ``SimCluster(tmp, nodes=3, seed=7)`` starts brokers 1, 2 and 3;
-``create_topic("orders", 1, 3)`` places replicas [3, 1, 2], so broker 3 leads; a
+``create_topic("orders", 1, 3)`` places replicas [3, 1, 2], so broker 3 leads (the call returns
+once every running broker has fetched the new records, a couple of simulated ms); a
 ``produce("orders", 0, batch, acks=-1)`` is answered once both followers' next fetches report
 the batch -- a few simulated milliseconds later with the default 1 ms links. Cut a follower off
 with ``network.isolate`` and the same produce waits until the leader's ISR check (every 15 s)
@@ -51,13 +58,15 @@ from kafkalab.broker.txn_verification import VERIFY_VERSION
 from kafkalab.client.consumer import ConsumerCore, RebalanceEvent, Request
 from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
 from kafkalab.clock import ManualClock
+from kafkalab.broker.lifecycle import BrokerState, ControllerRequest
+from kafkalab.broker.metadata_follower import METADATA_FETCH_VERSION
+from kafkalab.controller.controller_node import ControllerNode
+from kafkalab.controller.heartbeats import BROKER_SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from kafkalab.controller.leader_balance import LeaderBalancer, balancing_interval_ms
 from kafkalab.controller.local import LocalController
-from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_response, encode_request
 from kafkalab.replication.fetcher import PartitionFetch
-from kafkalab.replication.partition import AlterPartitionProposal
 from kafkalab.sim.network import LinkFaults, Network
 
 START_MS = 1_700_000_000_000  # a fixed start so timestamps replay
@@ -68,7 +77,10 @@ PRODUCE_VERSION = 7
 METADATA_VERSION = 12
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
 CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
-BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms: a silent broker is fenced after it
+CONTROLLER = "controller"  # the active controller's address on the network
+METADATA_REQUEST_TIMEOUT_MS = 2_000  # controller.quorum.request.timeout.ms: a metadata fetch's bound
+METADATA_WAIT_MS = 30_000  # how long create_topic and start-up wait for brokers to learn the metadata
+CONTROLLED_SHUTDOWN_WAIT_MS = 30_000  # how long stop() lets the controller move leaderships
 MEMBER_CONNECTION_BASE = 100_000  # a broker sees group member i's requests on connection 100000 + i
 
 
@@ -82,6 +94,7 @@ class _Pending:
     deadline_ms: int
     on_timeout: Callable[[], None]
     src: int | str
+    dst: int | str = -1
 
 
 class SimClient(Protocol):
@@ -115,9 +128,13 @@ class SimCluster:
         rng = self._rng = random.Random(seed)
         self.clock = ManualClock(now_ms=START_MS)
         self.network = Network(random.Random(rng.getrandbits(64)), faults or LinkFaults())
-        self.controller = LocalController([], random.Random(rng.getrandbits(64)))
+        self.controller = LocalController([], random.Random(rng.getrandbits(64)), clock_ms=self.clock.milliseconds)
+        self.controller_node = ControllerNode(
+            self.controller, BrokerSettings(node_id=0).cluster_id, BrokerHeartbeatManager(BROKER_SESSION_TIMEOUT_MS),
+            self._unclean_enabled)
+        self.controller_node.on_alter_partition = lambda request, response, before: self._notify(
+            "alter-partition", request.broker_id, (request, response, before))
         self.nodes: dict[int, SimNode] = {}
-        self._fence_at: dict[int, int] = {}  # crashed brokers the controller will fence, and when
         self._correlation_ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._watchers: list[Callable[[str, int, Any], None]] = []
@@ -133,6 +150,9 @@ class SimCluster:
             self.controller, interval_ms, self.clock.milliseconds)
         if self.leader_balancer is not None:
             self.add_client(self.leader_balancer)
+        # Like a real cluster's start: every broker registers, catches up and is unfenced.
+        self.run_until(lambda: all(n.broker.lifecycle is not None and n.broker.lifecycle.state is BrokerState.RUNNING
+                                   for n in self.nodes.values()) and self._metadata_propagated(), METADATA_WAIT_MS)
 
     def _open(self, node_id: int) -> Broker:
         settings = BrokerSettings(node_id=node_id, port=9090 + node_id)
@@ -143,8 +163,10 @@ class SimCluster:
         """Call ``watcher(kind, node_id, detail)`` on every ``"crash"`` (detail None),
         ``"restart"`` (detail: the new broker, so its replica manager can be subscribed to),
         ``"produce-answer"`` (detail: ``(topic, partition, response)``, the decoded partition
-        response; node_id the leader it was sent to), and a group member's ``"group-request"`` and
-        ``"group-response"`` (detail: ``(member name, api_key, body)``; node_id the broker)."""
+        response; node_id the leader it was sent to), a group member's ``"group-request"`` and
+        ``"group-response"`` (detail: ``(member name, api_key, body)``; node_id the broker), and
+        every ``"alter-partition"`` the controller answers (detail: ``(request, response, image
+        before)``; node_id the sender)."""
         self._watchers.append(watcher)
 
     def add_client(self, client: SimClient) -> None:
@@ -170,7 +192,8 @@ class SimCluster:
 
     def crash(self, node_id: int) -> None:
         """Kill a broker: its memory and everything in flight to or from it are lost; its files
-        stay as written. The controller fences it after ``broker.session.timeout.ms``."""
+        stay as written. Its heartbeats stop, so the controller fences it once
+        ``broker.session.timeout.ms`` has passed since the last one."""
         node = self.nodes[node_id]
         assert node.alive, f"broker {node_id} is already down"
         node.alive = False
@@ -179,14 +202,44 @@ class SimCluster:
         self.network.drop_node(node_id)
         for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
             del self._pending[correlation_id]
-        self._fence_at[node_id] = self.clock.milliseconds() + BROKER_SESSION_TIMEOUT_MS
+        self._connections_closed(node_id)
         self._notify("crash", node_id, None)
+
+    def _connections_closed(self, node_id: int) -> None:
+        """A killed process's sockets are closed by its operating system: everyone waiting on a
+        request to it learns at once that the connection dropped (Kafka's clients then refresh
+        their metadata and retry), instead of waiting out ``request.timeout.ms``."""
+        for correlation_id in [c for c, p in self._pending.items() if p.dst == node_id]:
+            pending = self._pending.pop(correlation_id, None)
+            if pending is not None:
+                pending.on_timeout()
+
+    def stop(self, node_id: int, *, wait_ms: int = CONTROLLED_SHUTDOWN_WAIT_MS) -> bool:
+        """SIGTERM: a controlled shutdown. The broker heartbeats ``want_shut_down``, the
+        controller moves its leaderships to other in-sync replicas and answers
+        ``should_shut_down`` once it leads nothing; then the broker closes its logs cleanly.
+        Returns whether the controller released it within ``wait_ms`` (if not, it stops anyway,
+        as Kafka's broker does when its controlled shutdown times out)."""
+        node = self.nodes[node_id]
+        assert node.alive, f"broker {node_id} is already down"
+        lifecycle = node.broker.lifecycle
+        assert lifecycle is not None
+        lifecycle.begin_controlled_shutdown(self.clock.milliseconds())
+        released = self.run_until(lambda: lifecycle.state is BrokerState.SHUTTING_DOWN, wait_ms)
+        node.alive = False
+        node.broker.shutdown()
+        node.fetching_from.clear()
+        self.network.drop_node(node_id)
+        for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
+            del self._pending[correlation_id]
+        self._connections_closed(node_id)
+        self._notify("crash", node_id, None)
+        return released
 
     def restart(self, node_id: int) -> None:
         """Start a crashed broker again on its directory: recovery runs, it registers anew."""
         node = self.nodes[node_id]
         assert not node.alive, f"broker {node_id} is running"
-        self._fence_at.pop(node_id, None)
         node.broker = self._open(node_id)
         node.alive = True
         self._notify("restart", node_id, node.broker)
@@ -194,7 +247,19 @@ class SimCluster:
     # --- what a test or a notebook does --------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
+        """Create a topic at the controller and run until every running broker has fetched it."""
         self.controller.create_topic(name, partitions, replication_factor)
+        self.await_metadata()
+
+    def await_metadata(self, wait_ms: int = METADATA_WAIT_MS) -> bool:
+        """Run until every running broker has replayed the controller's whole metadata log
+        (a direct call on :attr:`controller` reaches the brokers a fetch later)."""
+        return self.run_until(self._metadata_propagated, wait_ms)
+
+    def _metadata_propagated(self) -> bool:
+        end = self.controller.image.offset
+        return all(n.broker.image.offset >= end for n in self._alive()
+                   if n.broker.lifecycle is not None and n.broker.lifecycle.state is BrokerState.RUNNING)
 
     def leader(self, topic: str, partition: int) -> int:
         registration = self.controller.image.partition(topic, partition)
@@ -325,6 +390,7 @@ class SimCluster:
             self._send_fetches()
             self._send_txn_markers()
             self._poll_members()
+            self._send_to_controller()
             if done():
                 return True
             next_ms = self._next_event_ms()
@@ -336,14 +402,16 @@ class SimCluster:
             self._advance_timers()
             self._deliver()
             self._expire_requests()
-            self._forward_isr_proposals()
         raise AssertionError(f"seed {self.seed}: more than {STEPS_MAX} steps in {max_ms} ms")
 
     # --- the loop's parts ------------------------------------------------------------------------
 
     def _next_event_ms(self) -> int | None:
         times = [t for t in (n.broker.next_deadline_ms() for n in self._alive()) if t is not None]
-        times.extend(self._fence_at.values())
+        times.extend(t for t in (n.broker.controller_deadline_ms() for n in self._alive()) if t is not None)
+        controller_ms = self.controller_node.next_deadline_ms()
+        if controller_ms is not None:
+            times.append(controller_ms)
         delivery = self.network.next_delivery_ms()
         if delivery is not None:
             times.append(delivery)
@@ -369,9 +437,8 @@ class SimCluster:
 
     def _advance_timers(self) -> None:
         now_ms = self.clock.milliseconds()
-        for node_id in [n for n, at in self._fence_at.items() if at <= now_ms]:
-            del self._fence_at[node_id]
-            self.controller.fence_broker(node_id, self._unclean_enabled)
+        self.controller_node.advance_clock(now_ms)
+        self._ship_controller_responses()
         for node in self._alive():
             node.broker.advance_clock(node.broker.timer.now_ms())
             self._ship_responses(node)
@@ -379,10 +446,14 @@ class SimCluster:
     def _deliver(self) -> None:
         for delivery in self.network.deliver(self.clock.milliseconds()):
             kind, correlation_id, frame = delivery.message
-            if kind == "request":
+            if kind == "request" and delivery.dst == CONTROLLER:
+                self.controller_node.handle(self._connection_of(delivery.src), frame, self.clock.milliseconds())
+                self._ship_controller_responses()
+            elif kind == "request":
                 node = self.nodes.get(int(str(delivery.dst)))  # -1: sent while nobody led
                 if node is None or not node.alive:
-                    continue  # lost, as a request to a dead address is; the sender times out
+                    self._refused(delivery.src, correlation_id)
+                    continue
                 connection = self._connection_of(delivery.src)
                 node.broker.handle(connection, frame, self.clock.milliseconds())
                 self._ship_responses(node)
@@ -390,6 +461,16 @@ class SimCluster:
                 pending = self._pending.pop(correlation_id, None)
                 if pending is not None:  # None: a duplicate answer, already handled
                     pending.on_response(decode_response(pending.api_key, pending.version, frame)[1])
+
+    def _refused(self, src: Any, correlation_id: int) -> None:
+        """A request reached a node that is down. A client's connection attempt is refused
+        at once (it then refreshes its metadata and retries after its backoff); a broker's
+        request is lost and times out, as before, so its fetcher does not spin."""
+        if src in self.nodes:
+            return
+        pending = self._pending.pop(correlation_id, None)
+        if pending is not None:
+            pending.on_timeout()
 
     def _ship_responses(self, node: SimNode) -> None:
         for out in node.broker.take_responses():
@@ -426,13 +507,13 @@ class SimCluster:
         source = connection_id - CONNECTION_BASE
         return CLIENT if source == 0 else source
 
-    def _send(self, src: int | str, dst: int, api_key: int, version: int, body: Any,
+    def _send(self, src: int | str, dst: int | str, api_key: int, version: int, body: Any,
               on_response: Callable[[Any], None], *, timeout_ms: int = REQUEST_TIMEOUT_MS,
               on_timeout: Callable[[], None] = lambda: None) -> None:
         correlation_id = next(self._correlation_ids)
         frame = encode_request(api_key, version, correlation_id, f"sim-{src}", body)[4:]
         deadline_ms = self.clock.milliseconds() + timeout_ms
-        self._pending[correlation_id] = _Pending(api_key, version, on_response, deadline_ms, on_timeout, src)
+        self._pending[correlation_id] = _Pending(api_key, version, on_response, deadline_ms, on_timeout, src, dst)
         self.network.send(src, dst, ("request", correlation_id, frame), self.clock.milliseconds())
 
     def _send_fetches(self) -> None:
@@ -467,28 +548,49 @@ class SimCluster:
             node.broker.replica_manager.on_fetch_response(leader_id, follower_fetch_results(response))
         return on_response
 
-    def _forward_isr_proposals(self) -> None:
+    def _send_to_controller(self) -> None:
+        """Each broker's registration, heartbeat and AlterPartition requests, and its metadata
+        fetch; and the answers to requests that reached the controller outside the network (a
+        test's or a tool's direct call) for brokers waiting on a fetch."""
+        now_ms = self.clock.milliseconds()
+        self.controller_node.metadata_changed(now_ms)
+        self._ship_controller_responses()
         for node in self._alive():
-            for proposal in node.broker.replica_manager.take_alter_partition_proposals():
-                self._alter_partition(node, proposal)
+            broker = node.broker
+            for request in broker.controller_requests(now_ms):
+                self._send(node.node_id, CONTROLLER, request.api_key, request.version, request.body,
+                           functools.partial(self._controller_answered, node, broker, request),
+                           timeout_ms=request.timeout_ms,
+                           on_timeout=functools.partial(self._controller_failed, broker, request))
+            follower = broker.metadata_follower
+            body = None if follower is None else follower.next_fetch()
+            if follower is not None and body is not None:
+                self._send(node.node_id, CONTROLLER, ApiKey.FETCH, METADATA_FETCH_VERSION, body,
+                           functools.partial(self._metadata_fetched, node, broker),
+                           timeout_ms=METADATA_REQUEST_TIMEOUT_MS, on_timeout=follower.on_failure)
 
-    def _alter_partition(self, node: SimNode, proposal: AlterPartitionProposal) -> None:
-        error, registration = self.controller.alter_partition(
-            node.node_id, proposal.topic, proposal.partition, proposal.leader_epoch, proposal.partition_epoch,
-            tuple(zip(proposal.new_isr, proposal.new_isr_broker_epochs, strict=True)))
-        hosted = node.broker.replica_manager.partition(proposal.topic, proposal.partition)
-        if hosted is None:
-            return
-        if error == ErrorCode.NONE and registration is not None:
-            hosted.partition.on_alter_partition_accepted(
-                proposal, registration.isr, registration.leader_epoch, registration.partition_epoch,
-                self.clock.milliseconds())
-        else:
-            hosted.partition.on_alter_partition_failed(proposal, error)
+    def _controller_answered(self, node: SimNode, broker: Broker, request: ControllerRequest, body: Any) -> None:
+        if node.alive and node.broker is broker:
+            broker.on_controller_response(request, body, self.clock.milliseconds())
+            self._ship_responses(node)  # an accepted ISR may complete acks=all produces
+
+    def _controller_failed(self, broker: Broker, request: ControllerRequest) -> None:
+        broker.on_controller_failure(request, self.clock.milliseconds())
+
+    def _metadata_fetched(self, node: SimNode, broker: Broker, response: Any) -> None:
+        if node.alive and node.broker is broker:
+            broker.on_metadata_fetched(response, self.clock.milliseconds())
+            self._ship_responses(node)
+
+    def _ship_controller_responses(self) -> None:
+        for connection_id, frame in self.controller_node.take_responses():
+            destination = self._owner_of(connection_id)
+            correlation_id = int.from_bytes(frame[0:4], "big")
+            self.network.send(CONTROLLER, destination, ("response", correlation_id, frame), self.clock.milliseconds())
 
     def close(self) -> None:
         for node in self._alive():
             node.broker.shutdown()
 
 
-__all__ = ["CLIENT", "START_MS", "SimClient", "SimCluster", "SimNode"]
+__all__ = ["BROKER_SESSION_TIMEOUT_MS", "CLIENT", "CONTROLLER", "START_MS", "SimClient", "SimCluster", "SimNode"]

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalab.errors import ErrorCode
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.records import iter_batches
 from kafkalab.sim.cluster import CLIENT, SimCluster
@@ -45,6 +46,8 @@ COMMIT_VERSION = 8
 FETCH_OFFSETS_VERSION = 5
 WAIT_MS = 60_000
 EMPTY_POLLS_MAX = 120  # a bug guard: a leader is elected well within two minutes
+RETRY_BACKOFF_MS = 100  # retry.backoff.ms
+FIND_COORDINATOR_TRIES_MAX = 50  # a bound: the offsets topic is known within a few fetches
 
 
 def call(sim: SimCluster, node: int, api_key: int, version: int, body: dict[str, Any]) -> Any:
@@ -56,9 +59,15 @@ def call(sim: SimCluster, node: int, api_key: int, version: int, body: dict[str,
 
 
 def find_coordinator(sim: SimCluster, group: str) -> int:
-    """FindCoordinator, asked of the lowest live broker; the coordinator's node id (-1: none)."""
-    asked = min(n for n, node in sim.nodes.items() if node.alive)
-    answer = call(sim, asked, ApiKey.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+    """FindCoordinator, asked of the lowest live broker; the coordinator's node id (-1: none).
+    COORDINATOR_NOT_AVAILABLE -- the first ask creates ``__consumer_offsets``, which the brokers
+    learn of a metadata fetch later -- is asked again after ``retry.backoff.ms``, as clients do."""
+    for _ in range(FIND_COORDINATOR_TRIES_MAX):
+        asked = min(n for n, node in sim.nodes.items() if node.alive)
+        answer = call(sim, asked, ApiKey.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+        if answer is None or answer.error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE:
+            break
+        sim.run_for(RETRY_BACKOFF_MS)
     return answer.node_id if answer is not None and answer.error_code == 0 else -1
 
 

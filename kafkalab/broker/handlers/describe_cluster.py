@@ -33,7 +33,7 @@ def handle_describe_cluster(broker: Broker, request: Request) -> Any:
                    f"{_ENDPOINT_NAMES[body.endpoint_type]}" if known
                    else f"Unsupported endpoint type {body.endpoint_type}")
         return R(error_code=ErrorCode.INVALID_REQUEST if version == 0 else error, error_message=message)
-    image = broker.controller.image
+    image = broker.image
     listed = [b for _, b in sorted(image.brokers.items()) if not b.fenced or body.include_fenced_brokers]
     node_id = broker.settings.node_id
     controller_id = node_id if any(b.broker_id == node_id and not b.fenced for b in listed) else -1

@@ -31,7 +31,7 @@ def handle_elect_leaders(broker: Broker, request: Request) -> Any:
     wanted = None if body.topic_partitions is None else [
         (t.topic, p) for t in body.topic_partitions for p in t.partitions]
     # Every topic asked for (or, for all partitions, every topic) is answered, even if empty.
-    names = sorted(broker.controller.image.topics) if wanted is None else [t.topic for t in body.topic_partitions]
+    names = sorted(broker.image.topics) if wanted is None else [t.topic for t in body.topic_partitions]
     by_topic: dict[str, list[Any]] = {name: [] for name in names}
     for topic, partition, error, message in broker.controller.elect_leaders(election, wanted):
         by_topic.setdefault(topic, []).append(R.ReplicaElectionResult.PartitionResult(

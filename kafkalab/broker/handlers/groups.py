@@ -86,7 +86,7 @@ def group_coordinator_of(broker: Broker, group_id: str) -> CoordinatorAnswer:
         broker.offsets_log.ensure_topic()
     except TopicError:
         return CoordinatorAnswer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    return coordinator_of(broker.controller.image, OFFSETS_TOPIC, broker.group_coordinator.partition_of(group_id))
+    return coordinator_of(broker.image, OFFSETS_TOPIC, broker.group_coordinator.partition_of(group_id))
 
 
 def _responder(broker: Broker, request: Request, encode: Any) -> Any:

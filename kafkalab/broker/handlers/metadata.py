@@ -39,7 +39,7 @@ def handle_metadata(broker: Broker, request: Request) -> Any:
         names = [t.name for t in body.topics if t.name is not None]
     may_create = body.allow_auto_topic_creation and broker.settings.auto_create_topics_enable
     topics = tuple(_describe_topic(broker, name, may_create) for name in names)
-    image = broker.controller.image
+    image = broker.image
     return _M(
         brokers=tuple(_M.MetadataResponseBroker(b.broker_id, b.host, b.port, b.rack)
                       for b in sorted(image.brokers.values(), key=lambda b: b.broker_id) if not b.fenced),
@@ -55,7 +55,7 @@ def _describe_topic(broker: Broker, name: str, may_create: bool) -> Any:
             auto_create_topic(broker, name)
         except TopicError as error:
             return _M.MetadataResponseTopic(error_code=error.error_code, name=name)
-    topic = broker.controller.image.topics.get(name)
+    topic = broker.image.topics.get(name)
     if topic is None:
         return _M.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     partitions = tuple(

@@ -48,7 +48,7 @@ def next_producer_id(broker: Broker) -> int:
     if broker.producer_ids is None:
         node_id = broker.settings.node_id
         broker.producer_ids = ProducerIdAllocator(lambda: broker.controller.allocate_producer_ids(
-            node_id, broker.controller.image.brokers[node_id].broker_epoch))
+            node_id, broker.replica_manager.broker_epoch))
     return broker.producer_ids.allocate()
 
 

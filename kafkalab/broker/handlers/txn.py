@@ -62,7 +62,7 @@ def transaction_coordinators(broker: Broker, transactional_ids: Sequence[str]) -
         except TopicError:
             pass  # tried again at the client's retry: enough brokers may have registered by then
         return [CoordinatorAnswer(ErrorCode.COORDINATOR_NOT_AVAILABLE) for _ in transactional_ids]
-    image, coordinator = broker.controller.image, broker.txn_coordinator
+    image, coordinator = broker.image, broker.txn_coordinator
     return [coordinator_of(image, TRANSACTION_STATE_TOPIC, coordinator.partition_of(t)) for t in transactional_ids]
 
 

@@ -71,6 +71,7 @@ STALE_METADATA = frozenset({
     ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.FENCED_LEADER_EPOCH,
     ErrorCode.KAFKA_STORAGE_ERROR,
 })
+RECONNECT_BACKOFF_MAX_MS = 1_000  # reconnect.backoff.max.ms: how long a failed node is passed over
 IDEMPOTENT_TXN_TIMEOUT_MS = 60_000  # transaction.timeout.ms default; unused without a transactional id
 
 
@@ -101,6 +102,7 @@ class Sender:
         self.config, self.accumulator, self.metadata = config, accumulator, metadata
         self.in_flight: dict[int, InFlight] = {}
         self.per_node: Counter[int] = Counter()
+        self.failed_ms: dict[int, int] = {}  # node -> when its connection last failed
         self.per_partition: Counter[TopicPartition] = Counter()
         self.producer_id, self.producer_epoch = -1, -1
         self.next_sequence: dict[TopicPartition, int] = {}
@@ -173,7 +175,7 @@ class Sender:
             return
         self._metadata_in_flight = True
         self._last_metadata_ms = now_ms
-        out.append(self._request(self._least_loaded(), ApiKey.METADATA, self.metadata.request_body(), now_ms))
+        out.append(self._request(self._least_loaded(now_ms), ApiKey.METADATA, self.metadata.request_body(), now_ms))
 
     def _maybe_init_producer_id(self, now_ms: int, out: list[OutboundRequest]) -> None:
         if self._producer_id_in_flight or (self.epoch_bump_needed and self.per_partition.total() > 0):
@@ -184,10 +186,15 @@ class Sender:
         self._last_producer_id_ms = now_ms
         body = {"transactional_id": None, "transaction_timeout_ms": IDEMPOTENT_TXN_TIMEOUT_MS,
                 "producer_id": self.producer_id, "producer_epoch": self.producer_epoch}
-        out.append(self._request(self._least_loaded(), ApiKey.INIT_PRODUCER_ID, body, now_ms))
+        out.append(self._request(self._least_loaded(now_ms), ApiKey.INIT_PRODUCER_ID, body, now_ms))
 
-    def _least_loaded(self) -> int:
+    def _least_loaded(self, now_ms: int) -> int:
+        """Kafka's ``leastLoadedNode``: the broker with the fewest requests in flight, passing
+        over one whose connection failed in the last ``reconnect.backoff.max.ms`` (a killed
+        broker) while another is available."""
         nodes = sorted(self.metadata.brokers)
+        reachable = [n for n in nodes if now_ms - self.failed_ms.get(n, now_ms - RECONNECT_BACKOFF_MAX_MS) >= RECONNECT_BACKOFF_MAX_MS]
+        nodes = reachable or nodes
         return min(nodes, key=lambda n: self.per_node[n]) if nodes else ANY_NODE
 
     def _have_producer_id(self) -> bool:
@@ -244,6 +251,7 @@ class Sender:
         flight = self._finish(request_id)
         if flight is None:
             return
+        self.failed_ms[flight.request.node_id] = now_ms
         self.metadata.request_update()
         for batch in flight.batches.values():
             self._settle(batch, error, -1, -1, now_ms)
