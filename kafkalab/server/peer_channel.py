@@ -241,15 +241,16 @@ class PeerChannel:
         self._connections: dict[int, PeerConnection] = {}
 
     def send(self, destination: int, api_key: int, api_version: int, body: Any,
-             on_response: OnResponse, on_failure: OnFailure) -> None:
-        """Queue a request for ``destination``; exactly one of the callbacks runs later."""
+             on_response: OnResponse, on_failure: OnFailure, *, timeout_ms: int | None = None) -> None:
+        """Queue a request for ``destination``; exactly one of the callbacks runs later.
+        ``timeout_ms`` replaces the channel's request timeout for this request."""
         connection = self._connections.get(destination)
         if connection is None:
             address = self._addresses.get(destination)
             if address is None:
                 raise UnknownPeerError(f"no address for node {destination}; known: {sorted(self._addresses)}")
             connection = self._connections[destination] = PeerConnection(destination, address, self)
-        deadline_s = asyncio.get_running_loop().time() + self.request_timeout_ms / 1000
+        deadline_s = asyncio.get_running_loop().time() + (timeout_ms or self.request_timeout_ms) / 1000
         connection.enqueue(OutgoingRequest(api_key, api_version, body, on_response, on_failure, deadline_s))
 
     def connection(self, node_id: int) -> PeerConnection | None:

@@ -11,7 +11,11 @@ to a :class:`~kafkalab.server.peer_channel.PeerChannel`, which carries them over
   once the last one is answered -- Kafka's ``ReplicaFetcherThread`` loop; a failed Fetch waits
   ``replica.fetch.backoff.ms`` (1 s) before the next, as Kafka's fetcher backs off;
 * the transaction coordinator's queued WriteTxnMarkers go to the partitions' leaders;
-* a partition leader's KIP-890 verification questions go to the transaction coordinators.
+* a partition leader's KIP-890 verification questions go to the transaction coordinators;
+* in a cluster with a controller on the network, the broker's BrokerRegistration,
+  BrokerHeartbeat and AlterPartition requests and its Fetch of ``__cluster_metadata`` go to the
+  controller, over a channel of their own (Kafka's ``NodeToControllerChannelManager`` and
+  metadata fetcher use their own network clients too).
 
 Every answer goes back into the broker, whose outbox may then hold responses for clients (an
 acks=all Produce completed by the follower's fetch moving the HW), so the driver calls the
@@ -34,6 +38,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalab.broker.broker import Broker
+from kafkalab.broker.lifecycle import ControllerRequest
+from kafkalab.broker.metadata_follower import METADATA_FETCH_VERSION
 from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
 from kafkalab.broker.txn_channel import WRITE_TXN_MARKERS_VERSION
 from kafkalab.broker.txn_verification import VERIFY_VERSION
@@ -42,16 +48,19 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.server.peer_channel import PeerChannel
 
 REPLICA_FETCH_BACKOFF_S = 1.0  # replica.fetch.backoff.ms
+METADATA_REQUEST_TIMEOUT_MS = 2_000  # controller.quorum.request.timeout.ms: bounds a metadata fetch
 
 
 class PeerDriver:
     """Moves one broker's outgoing requests onto a PeerChannel and the answers back. Owned by
     the server's event loop."""
 
-    def __init__(self, broker: Broker, channel: PeerChannel, on_change: Callable[[], None]) -> None:
+    def __init__(self, broker: Broker, channel: PeerChannel, on_change: Callable[[], None],
+                 controller: tuple[int, PeerChannel] | None = None) -> None:
         self.broker = broker
         self.channel = channel
         self.on_change = on_change
+        self.controller = controller  # (the active controller's id, the channel to it)
         self._fetching_from: set[int] = set()  # leaders with a Fetch in flight
         self._backoff_until_s: dict[int, float] = {}  # leader -> when a failed fetcher may fetch again
         self.fetch_failures: list[NetworkError] = []  # the latest few, for logs and tests
@@ -61,6 +70,31 @@ class PeerDriver:
         self._send_fetches()
         self._send_txn_markers()
         self._send_txn_verifications()
+        if self.controller is not None:
+            self._send_to_controller(*self.controller)
+
+    def _send_to_controller(self, controller_id: int, channel: PeerChannel) -> None:
+        now_ms = self.broker.timer.now_ms()
+        for request in self.broker.controller_requests(now_ms):
+            channel.send(controller_id, request.api_key, request.version, request.body,
+                         functools.partial(self._controller_answered, request),
+                         functools.partial(self._controller_failed, request), timeout_ms=request.timeout_ms)
+        follower = self.broker.metadata_follower
+        body = None if follower is None else follower.next_fetch()
+        if follower is not None and body is not None:
+            channel.send(controller_id, ApiKey.FETCH, METADATA_FETCH_VERSION, body, self._metadata_fetched,
+                         lambda error: follower.on_failure(), timeout_ms=METADATA_REQUEST_TIMEOUT_MS)
+
+    def _controller_answered(self, request: ControllerRequest, body: Any) -> None:
+        self.broker.on_controller_response(request, body, self.broker.timer.now_ms())
+        self.on_change()  # an accepted ISR may complete acks=all produces
+
+    def _controller_failed(self, request: ControllerRequest, error: NetworkError) -> None:
+        self.broker.on_controller_failure(request, self.broker.timer.now_ms())
+
+    def _metadata_fetched(self, response: Any) -> None:
+        self.broker.on_metadata_fetched(response, self.broker.timer.now_ms())
+        self.on_change()  # the next fetch, and whatever the new image changed
 
     def _send_fetches(self) -> None:
         now_s = asyncio.get_running_loop().time()

@@ -80,6 +80,7 @@ class KafkaServer:
         cluster_id: str | None = None, advertised: tuple[str, int] | None = None,
         extra_listeners: Sequence[tuple[str, int]] = (), controller: LocalController | None = None,
         peers: Mapping[int, tuple[str, int]] | None = None,
+        controller_address: tuple[int, tuple[str, int]] | None = None,
     ) -> None:
         for listen_host in (host, *(h for h, _ in extra_listeners)):
             if not is_loopback(listen_host) and not allow_remote:
@@ -104,6 +105,7 @@ class KafkaServer:
         # other nodes listen, for the requests it sends them (followers' Fetch, markers).
         self._controller = controller
         self._peers = dict(peers) if peers is not None else None
+        self._controller_address = controller_address  # (controller id, its controller listener)
         self.peers: PeerDriver | None = None
         self._rng = random.Random(seed)
         self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
@@ -142,7 +144,12 @@ class KafkaServer:
                 assert isinstance(timeout_ms, int)
                 channel = PeerChannel(settings.node_id, self._peers, random.Random(self._rng.getrandbits(64)),
                                       request_timeout_ms=timeout_ms)
-                self.peers = PeerDriver(self.broker, channel, self._after_peer_answer)
+                to_controller = None
+                if self._controller_address is not None:
+                    controller_id, address = self._controller_address
+                    to_controller = (controller_id, PeerChannel(
+                        settings.node_id, {controller_id: address}, random.Random(self._rng.getrandbits(64))))
+                self.peers = PeerDriver(self.broker, channel, self._after_peer_answer, to_controller)
         except BaseException:
             for server in (self._server, *self._extra_servers):
                 server.close()
@@ -269,6 +276,8 @@ class KafkaServer:
             connection.close("the server is stopping")
         if self.peers is not None:
             await self.peers.channel.close()
+            if self.peers.controller is not None:
+                await self.peers.controller[1].close()
         await asyncio.sleep(0)  # let the transports report connection_lost
         for server in (self._server, *self._extra_servers):
             if server is not None:
@@ -279,6 +288,26 @@ class KafkaServer:
         finally:
             self.broker = None
             self._stopped.set()
+
+    async def halt(self) -> None:
+        """Stop as SIGKILL stops a process, for failover tests in one process: the sockets
+        close (the operating system would close them), nothing is flushed or checkpointed."""
+        self.stopping.set()
+        for server in (self._server, *self._extra_servers):
+            if server is not None:
+                server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+        for connection in list(self._connections.values()):
+            connection.close("killed")
+        if self.peers is not None:
+            await self.peers.channel.close()
+            if self.peers.controller is not None:
+                await self.peers.controller[1].close()
+        if self.broker is not None:
+            self.broker.halt()
+        self.broker = None
+        self._stopped.set()
 
     def _shut_down_broker(self, broker: Broker) -> None:
         try:
