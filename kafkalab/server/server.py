@@ -106,6 +106,9 @@ class KafkaServer:
         self._controller = controller
         self._peers = dict(peers) if peers is not None else None
         self._controller_address = controller_address  # (controller id, its controller listener)
+        # A broker of a cluster learns the metadata from the controller over the network.
+        assert controller is None or (controller_address is not None and peers is not None), \
+            "a cluster's broker needs its controller's address and its peers'"
         self.peers: PeerDriver | None = None
         self._rng = random.Random(seed)
         self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
