@@ -24,10 +24,12 @@ does what a Kafka user does by hand, node by node:
 Ports: brokers listen on ``--base-port``, ``--base-port + 1`` ...; the controller on the port after
 the last broker's. ``--base-port 0`` lets the operating system choose free ports (tests).
 
-More than one node needs the brokers to register with the controller and learn the metadata
-over the network (BrokerRegistration, BrokerHeartbeat, fetching ``__cluster_metadata``); until
-kafkalab's processes do that, ``--nodes`` above 1 is refused rather than starting nodes that
-would each be a cluster of their own.
+Brokers already register, heartbeat, propose ISR changes and fetch ``__cluster_metadata`` over
+TCP (:mod:`kafkalab.server.controller_server`, :mod:`kafkalab.server.peer_driver`). A broker in
+a process of its own also needs the controller for what it still asks in process -- creating
+topics, allocating producer ids -- and the controller a metadata log on disk; until then
+``--nodes`` above 1 is refused rather than starting nodes that would each be a cluster of their
+own.
 """
 
 from __future__ import annotations
@@ -175,9 +177,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"kafkalab cluster-start: --nodes must be 1..{NODES_MAX}, got {args.nodes}", file=sys.stderr)
         return EXIT_FAILURE
     if args.nodes > NODES_SUPPORTED:
-        print(f"kafkalab cluster-start: --nodes {args.nodes} needs brokers that register with the controller "
-              "over the network, which kafkalab's processes do not do yet; run --nodes 1, or the simulated "
-              "cluster (kafkalab.sim.SimCluster) for replication", file=sys.stderr)
+        print(f"kafkalab cluster-start: --nodes {args.nodes} needs brokers that forward admin requests and "
+              "producer-id allocation to the controller over the network, which kafkalab's processes do not do "
+              "yet; run --nodes 1, or the simulated cluster (kafkalab.sim.SimCluster) for replication",
+              file=sys.stderr)
         return EXIT_FAILURE
     supervisor = Supervisor()
     for signum in (signal.SIGTERM, signal.SIGINT):

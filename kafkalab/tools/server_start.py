@@ -103,9 +103,9 @@ def _kraft_server(args: argparse.Namespace, properties: dict[str, str]) -> Kafka
     """A KRaft node from its server.properties, over directories ``storage format`` wrote."""
     config = kraft_config(properties)
     if config.process_roles != {"broker", "controller"}:
-        # A broker-only node must register with a controller over the network, and a controller
-        # without a broker serves no clients; until kafkalab's processes speak those RPCs to each
-        # other, such a node would quietly be a cluster of its own, so it is refused.
+        # A broker-only node would need the controller in another process for topic creation and
+        # producer ids too, and a controller without a broker serves no clients; until kafkalab's
+        # processes forward those, such a node would quietly be a cluster of its own: refused.
         raise ConfigError("kafkalab runs a KRaft node as a combined node (process.roles=broker,controller); "
                           f"process.roles={','.join(sorted(config.process_roles))} is not supported yet")
     voters = set(config.voters)

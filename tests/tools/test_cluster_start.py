@@ -93,5 +93,5 @@ def test_more_nodes_than_processes_can_join_are_refused(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "kafkalab", "cluster-start", "--nodes", "3",
                            "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=WAIT_S)
     assert done.returncode == 1
-    assert "--nodes 3 needs brokers that register with the controller over the network" in done.stderr
+    assert "--nodes 3 needs brokers that forward admin requests and producer-id allocation" in done.stderr
     assert not any(tmp_path.iterdir())  # nothing written, nothing started
