@@ -61,7 +61,8 @@ class AlterPartitionManager:
 
     def poll(self, now_ms: int) -> ControllerRequest | None:
         """The next AlterPartition to send, if proposals wait and none is in flight."""
-        self._queued += self.replica_manager.take_alter_partition_proposals()
+        if self.replica_manager.has_alter_partition_proposals():
+            self._queued += self.replica_manager.take_alter_partition_proposals()
         assert len(self._queued) <= PENDING_MAX, f"{len(self._queued)} ISR proposals queued"
         if self._in_flight is not None or not self._queued or now_ms < self._next_send_ms:
             return None

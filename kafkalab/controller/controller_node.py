@@ -108,21 +108,25 @@ class ControllerNode:
 
     def advance_clock(self, now_ms: int) -> None:
         """Fence every broker whose session expired, then answer expired parked fetches."""
+        due_ms = self.next_deadline_ms()
+        if due_ms is None or due_ms > now_ms:
+            return
         for broker_id in self.heartbeats.stale_brokers(now_ms):
             self.controller.fence_broker(broker_id, self.unclean_enabled)
             self.heartbeats.fenced(broker_id)
         self._answer_parked(now_ms, expired_only=False)
 
     def next_deadline_ms(self) -> int | None:
-        times = [p.deadline_ms for p in self._parked]
+        parked = min((p.deadline_ms for p in self._parked), default=None)
         session = self.heartbeats.next_deadline_ms()
-        if session is not None:
-            times.append(session)
-        return min(times, default=None)
+        if parked is None or session is None:
+            return session if parked is None else parked
+        return min(parked, session)
 
     def metadata_changed(self, now_ms: int) -> None:
         """The controller committed records outside a request (a tool, a timer): wake fetches."""
-        self._answer_parked(now_ms, expired_only=False)
+        if self._parked and self.controller.image.offset + 1 > min(p.fetch_offset for p in self._parked):
+            self._answer_parked(now_ms, expired_only=False)
 
     # --- BrokerRegistration, BrokerHeartbeat, AlterPartition ---------------------------------
 
@@ -215,7 +219,7 @@ class ControllerNode:
         if len(wanted) != 1 or wanted[0][0] != KRAFT_METADATA_TOPIC or wanted[0][1].partition != 0:
             return  # the controller serves only __cluster_metadata-0
         fetch_offset = wanted[0][1].fetch_offset
-        if fetch_offset < self.metadata.end_offset or fetch_offset > self.metadata.end_offset or body.max_wait_ms <= 0:
+        if fetch_offset != self.metadata.end_offset or body.max_wait_ms <= 0:
             self._answer_fetch(connection_id, correlation_id, version, fetch_offset)
             return
         if len(self._parked) >= PARKED_FETCHES_MAX:

@@ -110,12 +110,12 @@ def _decode(view: memoryview, version: int) -> Any:
             raise _Irregular("forgotten topics (fetch sessions) are left to the generic decoder")
     if version >= 11:
         rack_id, position = _string(view, position, flexible)
-    position = _no_tags(view, position, flexible)
+    cluster_id, position = _request_tags(view, position, flexible)
     replica_id, max_wait_ms, min_bytes, max_bytes = values[:4]
     isolation_level = values[4]
     session_id, session_epoch = values[5:7] if version >= 7 else (0, -1)
     return _REQ(
-        replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+        cluster_id=cluster_id, replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
         isolation_level=isolation_level, session_id=session_id, session_epoch=session_epoch,
         topics=tuple(topics), forgotten_topics_data=forgotten, rack_id=rack_id,
     )
@@ -171,6 +171,20 @@ def _string(view: memoryview, position: int, flexible: bool) -> tuple[str, int]:
     if length < 0 or end > len(view):
         raise _Irregular("null or truncated string")
     return str(view[position:end], "utf-8"), end
+
+
+def _request_tags(view: memoryview, position: int, flexible: bool) -> tuple[str | None, int]:
+    """The request's own tag section: none, or only tag 0, the ``cluster_id`` a KRaft
+    observer's fetch carries (KIP-595); anything else is irregular."""
+    if not flexible or view[position] == 0:
+        return None, _no_tags(view, position, flexible)
+    if view[position] != 1 or view[position + 1] != 0:
+        raise _Irregular("request tags other than cluster_id")
+    size, start = _uvarint(view, position + 2)
+    cluster_id, end = _string(view, start, flexible)
+    if end != start + size:
+        raise _Irregular("cluster_id tag size")
+    return cluster_id, end
 
 
 def _no_tags(view: memoryview, position: int, flexible: bool) -> int:

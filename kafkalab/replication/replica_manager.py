@@ -218,6 +218,9 @@ class ReplicaManager:
         """Queue an ISR change a partition proposed, for the controller."""
         self._outgoing.proposals.append(proposal)
 
+    def has_alter_partition_proposals(self) -> bool:
+        return bool(self._outgoing.proposals)
+
     def take_alter_partition_proposals(self) -> list[AlterPartitionProposal]:
         """ISR changes to send to the controller since the last call, in order."""
         proposals, self._outgoing.proposals = self._outgoing.proposals, []

@@ -407,14 +407,10 @@ class SimCluster:
     # --- the loop's parts ------------------------------------------------------------------------
 
     def _next_event_ms(self) -> int | None:
-        times = [t for t in (n.broker.next_deadline_ms() for n in self._alive()) if t is not None]
-        times.extend(t for t in (n.broker.controller_deadline_ms() for n in self._alive()) if t is not None)
-        controller_ms = self.controller_node.next_deadline_ms()
-        if controller_ms is not None:
-            times.append(controller_ms)
-        delivery = self.network.next_delivery_ms()
-        if delivery is not None:
-            times.append(delivery)
+        candidates = [self.controller_node.next_deadline_ms(), self.network.next_delivery_ms()]
+        for node in self._alive():
+            candidates += (node.broker.next_deadline_ms(), node.broker.controller_deadline_ms())
+        times = [t for t in candidates if t is not None]
         times.extend(p.deadline_ms for p in self._pending.values())
         times.extend(t for t in (m.next_deadline_ms() for m in self.members.values()) if t is not None)
         times.extend(t for t in (c.next_deadline_ms() for c in self._clients) if t is not None)
@@ -440,7 +436,10 @@ class SimCluster:
         self.controller_node.advance_clock(now_ms)
         self._ship_controller_responses()
         for node in self._alive():
-            node.broker.advance_clock(node.broker.timer.now_ms())
+            broker = node.broker
+            due_ms = broker.next_deadline_ms()
+            if due_ms is not None and due_ms <= broker.timer.now_ms():  # else nothing would run
+                broker.advance_clock(broker.timer.now_ms())
             self._ship_responses(node)
 
     def _deliver(self) -> None:

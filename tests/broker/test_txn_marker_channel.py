@@ -23,7 +23,7 @@ def _channel() -> TxnMarkerChannelManager:
         return None if leader is None else SimpleNamespace(leader=leader)
     brokers = {n: SimpleNamespace(broker_id=n, fenced=False) for n in (1, 2)}
     image = SimpleNamespace(partition=partition, brokers=brokers)
-    broker = SimpleNamespace(controller=SimpleNamespace(image=image), settings=SimpleNamespace(node_id=1))
+    broker = SimpleNamespace(image=image, settings=SimpleNamespace(node_id=1))  # the metadata it learned
     return TxnMarkerChannelManager(broker, lambda: 0)  # type: ignore[arg-type]
 
 

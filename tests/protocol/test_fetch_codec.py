@@ -202,3 +202,22 @@ def test_clients_use_the_dedicated_decoder_for_fetch_responses(monkeypatch):
                         lambda data, version, allow_trailing=False: calls.append(version))
     header.decode_response(1, 12, b"\x00\x00\x00\x07\x00")
     assert calls == [12]
+
+
+def test_a_kraft_observers_request_takes_the_dedicated_road(monkeypatch):
+    """A broker fetching __cluster_metadata sends the tagged cluster_id (KIP-595)."""
+    from kafkalab.broker.metadata_follower import METADATA_FETCH_VERSION, MetadataFollower
+    from kafkalab.protocol import fetch_codec
+
+    value = MetadataFollower(2, "cluster-é").next_fetch()
+    data = FETCH_REQUEST.encode(value, METADATA_FETCH_VERSION)
+    expected = FETCH_REQUEST.decode(data, METADATA_FETCH_VERSION)
+    for end in range(len(data)):  # cut anywhere: the same error as the generic decoder's
+        with pytest.raises(ProtocolError) as generic:
+            FETCH_REQUEST.decode(data[:end], METADATA_FETCH_VERSION, allow_trailing=True)
+        with pytest.raises(ProtocolError) as dedicated:
+            decode_fetch_request(data[:end], METADATA_FETCH_VERSION)
+        assert str(dedicated.value) == str(generic.value)
+    monkeypatch.setattr(fetch_codec, "FETCH_REQUEST", _NoGeneric())
+    assert decode_fetch_request(data, METADATA_FETCH_VERSION) == expected == value
+    assert expected.cluster_id == "cluster-é"

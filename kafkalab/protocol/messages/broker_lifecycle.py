@@ -29,7 +29,7 @@ is_caught_up: true, is_fenced: false, should_shut_down: false}``.
 from __future__ import annotations
 
 from kafkalab.protocol.api_keys import ApiKey
-from kafkalab.protocol.schema import f, message
+from kafkalab.protocol.schema import Message, f, message
 
 BROKER_REGISTRATION_VERSION = 4  # what a Kafka 3.9 broker sends
 BROKER_HEARTBEAT_VERSION = 1
@@ -120,7 +120,7 @@ ALTER_PARTITION_RESPONSE = message(
 # Controller-only APIs: the codec knows them (so frames encode and decode with the right header),
 # but they are not in kafkalab.protocol.messages.SCHEMAS, whose APIs a broker advertises to
 # clients in ApiVersions. Kafka's brokers do not advertise them either.
-CONTROLLER_SCHEMAS = {
+CONTROLLER_SCHEMAS: dict[int, tuple[Message, Message]] = {
     ApiKey.BROKER_REGISTRATION: (BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE),
     ApiKey.BROKER_HEARTBEAT: (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE),
     ApiKey.ALTER_PARTITION: (ALTER_PARTITION_REQUEST, ALTER_PARTITION_RESPONSE),
