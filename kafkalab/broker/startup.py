@@ -19,8 +19,8 @@ started with (its config file, then ``--override``); dynamic configs live in
 stopped broker. A running broker keeps the file's contents in memory and rewrites it on every
 alter, so while it runs, change configs through it (``kafkalab configs --bootstrap-server``).
 
-Keys that are not broker configs (``process.roles``, ``controller.quorum.voters`` ... from a
-KRaft ``server.properties``) are returned to the caller to warn about, as Kafka logs "supplied
+Keys that are not broker configs kafkalab knows (``sasl.enabled.mechanisms`` ... from a
+production ``server.properties``) are returned to the caller to warn about, as Kafka logs "supplied
 but isn't a known config"; known keys with bad values stop start-up with a ``ConfigError``.
 
 Worked example: ``server-start --override log.retention.check.interval.ms=1000`` with an empty

@@ -93,17 +93,23 @@ def start_server(
     overrides: Sequence[str] = (),
     log_path: Path | None = None,
     start_timeout_s: float = START_TIMEOUT_S,
+    config: Path | None = None,
+    port: int | None = 0,
 ) -> ServerProcess:
     """Start ``kafkalab server-start`` on ``data_dir`` and a free port; wait for its port line.
 
-    ``overrides`` are ``key=value`` broker settings passed as ``--override key=value``.
+    ``overrides`` are ``key=value`` broker settings passed as ``--override key=value``. With
+    ``config``, a KRaft ``server.properties`` whose first log dir is ``data_dir`` (formatted by
+    ``kafkalab storage format``), the node starts from that file. ``port`` overrides the broker
+    listener's port (0: the operating system picks one; None: the one the config names).
     Raises :class:`ServerStartError` (quoting the server's log) when no port line appears
     within ``start_timeout_s`` or the process exits first.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_path or data_dir.parent / f"{data_dir.name}.server.log"
     command = [sys.executable, "-m", "kafkalab", "server-start",
-               "--data-dir", str(data_dir), "--port", "0"]
+               *([str(config)] if config is not None else ["--data-dir", str(data_dir)]),
+               *(["--port", str(port)] if port is not None else [])]
     for override in overrides:
         command += ["--override", override]
     with open(log_path, "ab") as log_file:

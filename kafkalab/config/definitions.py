@@ -112,6 +112,13 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("listeners", STR, "PLAINTEXT://:9092", "Addresses this broker binds and accepts connections on.", None, PB),
     ConfigKey("advertised.listeners", STR, None, "Addresses handed to clients in metadata; 0.0.0.0 is not advertisable.", None, PB),
     ConfigKey("listener.security.protocol.map", STR, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Security protocol of each named listener.", None, PB),
+    # --- KRaft: roles, the controller quorum, the listeners between nodes (KRaftConfigs, QuorumConfig)
+    ConfigKey("process.roles", LIST, [], "broker, controller, or both (combined mode); empty means not KRaft.", ValidList(("broker", "controller"), allow_empty=True)),
+    ConfigKey("controller.listener.names", STR, None, "Listener names the controller uses; a broker connects to the first.", None),
+    ConfigKey("inter.broker.listener.name", STR, None, "Listener brokers use to reach each other; default: the PLAINTEXT listener.", None),
+    ConfigKey("controller.quorum.voters", LIST, [], "Static controller quorum, as id@host:port entries.", None),
+    ConfigKey("controller.quorum.bootstrap.servers", LIST, [], "host:port of controllers to discover a dynamic quorum from (KIP-853).", None),
+    ConfigKey("metadata.log.dir", STR, None, "Directory of __cluster_metadata-0; default: the first of log.dirs.", None),
     ConfigKey("socket.request.max.bytes", I, 104857600, "Largest request frame the broker accepts, in bytes.", at_least(1)),
     ConfigKey("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of the broker's sockets; -1 uses the OS default.", None),
     ConfigKey("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of the broker's sockets; -1 uses the OS default.", None),

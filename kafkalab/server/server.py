@@ -35,11 +35,12 @@ caller owning the process turns that into a non-zero exit status (``kafkalab ser
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import itertools
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kafkalab.broker.broker import Broker
@@ -47,9 +48,13 @@ from kafkalab.broker.request import Outgoing
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker, static_properties
 from kafkalab.clock import Clock, SystemClock
+from kafkalab.config.resolve import broker_value
+from kafkalab.controller.local import LocalController
 from kafkalab.errors import ConfigError, KafkaError
 from kafkalab.protocol.framing import FRAME_BYTES_MAX
 from kafkalab.server.connection import Connection
+from kafkalab.server.peer_channel import PeerChannel
+from kafkalab.server.peer_driver import PeerDriver
 from kafkalab.timer import TimerDriver
 
 CONNECTIONS_MAX = 1000  # max.connections is unbounded in Kafka; a teaching broker caps it
@@ -72,17 +77,39 @@ class KafkaServer:
     def __init__(
         self, data_dir: Path, properties: Mapping[str, str], *, host: str = "127.0.0.1",
         port: int = 9092, allow_remote: bool = False, clock: Clock | None = None, seed: int | None = None,
+        cluster_id: str | None = None, advertised: tuple[str, int] | None = None,
+        extra_listeners: Sequence[tuple[str, int]] = (), controller: LocalController | None = None,
+        peers: Mapping[int, tuple[str, int]] | None = None,
+        controller_address: tuple[int, tuple[str, int]] | None = None,
     ) -> None:
-        if not is_loopback(host) and not allow_remote:
-            raise ConfigError(
-                f"refusing to listen on {host!r}: kafkalab serves 127.0.0.1 unless remote access "
-                "is allowed explicitly (--allow-remote)"
-            )
+        for listen_host in (host, *(h for h, _ in extra_listeners)):
+            if not is_loopback(listen_host) and not allow_remote:
+                raise ConfigError(
+                    f"refusing to listen on {listen_host!r}: kafkalab serves 127.0.0.1 unless remote access "
+                    "is allowed explicitly (--allow-remote)"
+                )
         self.data_dir = Path(data_dir)
         self.properties = dict(properties)
         self.host = host
         self.port = port
         self.clock = clock or SystemClock()
+        # A KRaft node (server.properties with process.roles): the cluster id from meta.properties,
+        # the advertised broker endpoint (port 0: the bound port), and its other listeners (the
+        # controller's), bound beside the main one and served by the same broker.
+        self._cluster_id = cluster_id
+        self._advertised = advertised
+        self._extra_listeners = tuple(extra_listeners)
+        self._extra_servers: list[asyncio.base_events.Server] = []
+        self.extra_addresses: list[tuple[str, int]] = []
+        # A member of a cluster: its controller (None: the node is its own cluster) and where the
+        # other nodes listen, for the requests it sends them (followers' Fetch, markers).
+        self._controller = controller
+        self._peers = dict(peers) if peers is not None else None
+        self._controller_address = controller_address  # (controller id, its controller listener)
+        # A broker of a cluster learns the metadata from the controller over the network.
+        assert controller is None or (controller_address is not None and peers is not None), \
+            "a cluster's broker needs its controller's address and its peers'"
+        self.peers: PeerDriver | None = None
         self._rng = random.Random(seed)
         self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
         self._connections: dict[int, Connection] = {}
@@ -106,13 +133,41 @@ class KafkaServer:
             self._new_connection, self.host, self.port, reuse_address=True)
         bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
         try:
-            settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
-            self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng)
+            for extra_host, extra_port in self._extra_listeners:
+                extra = await asyncio.get_running_loop().create_server(
+                    self._new_connection, extra_host, extra_port, reuse_address=True)
+                self._extra_servers.append(extra)
+                self.extra_addresses.append(extra.sockets[0].getsockname()[:2])
+            settings = self._settings(bound_host, bound_port)
+            self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng,
+                                      self._controller)
+            if self._peers is not None:
+                timeout_ms = broker_value(self.broker.config_store.layers(), str(settings.node_id),
+                                          "replica.socket.timeout.ms")
+                assert isinstance(timeout_ms, int)
+                channel = PeerChannel(settings.node_id, self._peers, random.Random(self._rng.getrandbits(64)),
+                                      request_timeout_ms=timeout_ms)
+                to_controller = None
+                if self._controller_address is not None:
+                    controller_id, address = self._controller_address
+                    to_controller = (controller_id, PeerChannel(
+                        settings.node_id, {controller_id: address}, random.Random(self._rng.getrandbits(64))))
+                self.peers = PeerDriver(self.broker, channel, self._after_peer_answer, to_controller)
         except BaseException:
-            self._server.close()
+            for server in (self._server, *self._extra_servers):
+                server.close()
             raise
         self._timer = asyncio.create_task(self._run_timer(self.broker))
         return bound_host, bound_port
+
+    def _settings(self, bound_host: str, bound_port: int) -> BrokerSettings:
+        settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
+        if self._advertised is not None:
+            host, port = self._advertised
+            settings = dataclasses.replace(settings, host=host or bound_host, port=port or bound_port)
+        if self._cluster_id is not None:
+            settings = dataclasses.replace(settings, cluster_id=self._cluster_id)
+        return settings
 
     def _new_connection(self) -> Connection:
         """The protocol factory: one :class:`Connection` per accepted socket."""
@@ -145,6 +200,8 @@ class KafkaServer:
             connection.deliver(Outgoing(connection_id, None, close=True, reason="internal error"))
             return
         self._deliver_all()
+        if self.peers is not None:
+            self.peers.pump()
         self._stop_if_no_log_dir_left()
         # Wake the timer task only if this request queued a task due before the timer task's
         # sleep ends (a parked fetch with a short max_wait_ms). Waking it after every request
@@ -152,6 +209,13 @@ class KafkaServer:
         next_ms = self.broker.next_deadline_ms()
         if next_ms is not None and next_ms < self._timer_wakes_at_ms:
             self._wake.set()
+
+    def _after_peer_answer(self) -> None:
+        """Another node answered: deliver what the broker now has for clients, send what it
+        now has for other nodes (a follower's next Fetch)."""
+        self._deliver_all()
+        if self.peers is not None:
+            self.peers.pump()
 
     def _deliver_all(self) -> None:
         assert self.broker is not None
@@ -171,6 +235,8 @@ class KafkaServer:
             except Exception:  # a failing task must not stop every later timeout
                 log.exception("unexpected error running the broker's timer tasks")
             self._deliver_all()
+            if self.peers is not None:
+                self.peers.pump()
             if broker.housekeeping is not None and broker.housekeeping.errors:
                 for error in broker.housekeeping.errors:
                     log.warning("periodic task failed: %s", error)
@@ -204,21 +270,47 @@ class KafkaServer:
             await self._stopped.wait()
             return
         self.stopping.set()
-        if self._server is not None:
-            self._server.close()
+        for server in (self._server, *self._extra_servers):
+            if server is not None:
+                server.close()
         if self._timer is not None:
             self._timer.cancel()
         for connection in list(self._connections.values()):
             connection.close("the server is stopping")
+        if self.peers is not None:
+            await self.peers.channel.close()
+            if self.peers.controller is not None:
+                await self.peers.controller[1].close()
         await asyncio.sleep(0)  # let the transports report connection_lost
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in (self._server, *self._extra_servers):
+            if server is not None:
+                await server.wait_closed()
         try:
             if self.broker is not None:
                 self._shut_down_broker(self.broker)
         finally:
             self.broker = None
             self._stopped.set()
+
+    async def halt(self) -> None:
+        """Stop as SIGKILL stops a process, for failover tests in one process: the sockets
+        close (the operating system would close them), nothing is flushed or checkpointed."""
+        self.stopping.set()
+        for server in (self._server, *self._extra_servers):
+            if server is not None:
+                server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+        for connection in list(self._connections.values()):
+            connection.close("killed")
+        if self.peers is not None:
+            await self.peers.channel.close()
+            if self.peers.controller is not None:
+                await self.peers.controller[1].close()
+        if self.broker is not None:
+            self.broker.halt()
+        self.broker = None
+        self._stopped.set()
 
     def _shut_down_broker(self, broker: Broker) -> None:
         try:

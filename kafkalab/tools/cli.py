@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "configs": ("configs", "Describe and alter dynamic configs of topics, brokers, users, clients (kafka-configs.sh)."),
     "delete-records": ("delete_records", "Move partitions' log start offsets from a JSON file (kafka-delete-records.sh)."),
     "server-start": ("server_start", "Run a broker that real Kafka clients can use (kafka-server-start.sh)."),
+    "storage": ("storage", "Make a cluster id; format a KRaft node's log directories (kafka-storage.sh)."),
+    "cluster-start": ("cluster_start", "Format and start a KRaft cluster of kafkalab processes; Ctrl-C stops it."),
     "topics": ("topics", "Create, list, describe, alter and delete topics (kafka-topics.sh)."),
     "consumer-groups": ("consumer_groups", "List, describe, reset and delete consumer groups (kafka-consumer-groups.sh)."),
     "transactions": ("transactions", "List, describe and abort transactions (kafka-transactions.sh)."),

@@ -11,7 +11,16 @@ printed on stdout and flushed, for scripts and test fixtures to parse::
     kafkalab server started on 127.0.0.1:40123
 
 The data directory is ``--data-dir``, else the first entry of ``log.dirs`` (or ``log.dir``),
-else ``./kafkalab-data``. SIGTERM and SIGINT shut down cleanly: logs are flushed and checkpoints
+else ``./kafkalab-data``.
+
+A KRaft ``server.properties`` (one that sets ``process.roles``) is read as Kafka reads it; see
+:mod:`kafkalab.config.kraft`. Its directories must have been formatted first (``kafkalab
+storage format``); the node takes its cluster id from ``meta.properties`` and refuses
+directories that are unformatted or formatted for another node, with Kafka's message. It binds
+every listener in ``listeners`` -- the broker's and the controller's -- and advertises the one
+named by ``inter.broker.listener.name``. A listener without a host (``PLAINTEXT://:9092``)
+binds 127.0.0.1 here, where Kafka binds every address. kafkalab keeps partitions and ``__cluster_metadata-0``
+in the first of ``log.dirs``; ``--data-dir`` belongs to the single-node form only. SIGTERM and SIGINT shut down cleanly: logs are flushed and checkpoints
 written, so a restart serves everything acknowledged.
 
 The process always ends. A shutdown that has not finished ``SHUTDOWN_TIMEOUT_S`` after it began
@@ -28,6 +37,7 @@ import argparse
 import asyncio
 import logging
 import os
+import random
 import signal
 import sys
 import threading
@@ -35,8 +45,12 @@ from types import FrameType
 from pathlib import Path
 
 from kafkalab.broker.settings import parse_listener
+from kafkalab.broker.storage_format import initialize_log_dirs
+from kafkalab.clock import SystemClock
+from kafkalab.config.kraft import kraft_config
 from kafkalab.config.store import read_properties
-from kafkalab.errors import KafkaError
+from kafkalab.errors import ConfigError, KafkaError
+from kafkalab.metadata.dynamic_voters import read_bootstrap_voters
 from kafkalab.server import KafkaServer
 
 DEFAULT_DATA_DIR = "kafkalab-data"
@@ -83,6 +97,43 @@ def _data_dir(args: argparse.Namespace, properties: dict[str, str]) -> Path:
         return Path(args.data_dir)
     configured = properties.get("log.dirs") or properties.get("log.dir")
     return Path(configured.split(",")[0].strip()) if configured else Path(DEFAULT_DATA_DIR)
+
+
+def _kraft_server(args: argparse.Namespace, properties: dict[str, str]) -> KafkaServer:
+    """A KRaft node from its server.properties, over directories ``storage format`` wrote."""
+    config = kraft_config(properties)
+    if config.process_roles != {"broker", "controller"}:
+        # A broker-only node would need the controller in another process for topic creation and
+        # producer ids too, and a controller without a broker serves no clients; until kafkalab's
+        # processes forward those, such a node would quietly be a cluster of its own: refused.
+        raise ConfigError("kafkalab runs a KRaft node as a combined node (process.roles=broker,controller); "
+                          f"process.roles={','.join(sorted(config.process_roles))} is not supported yet")
+    voters = set(config.voters)
+    if not voters:  # a dynamic quorum (KIP-853): its voters are in the bootstrap snapshot
+        initial = read_bootstrap_voters(Path(config.metadata_log_dir))
+        voters = set(initial) if initial is not None else set()
+    if voters != {config.node_id}:
+        raise ConfigError("kafkalab's process runtime runs a single-voter controller quorum: the voters "
+                          "(controller.quorum.voters, or storage format's --standalone/--initial-controllers) "
+                          f"must be only node {config.node_id}, got {sorted(voters)}")
+    if args.data_dir:
+        raise ConfigError("--data-dir is for the single-node form; a KRaft server.properties names its "
+                          "directories in log.dirs")
+    if config.metadata_log_dir != config.log_dirs[0]:
+        raise ConfigError(f"kafkalab keeps __cluster_metadata-0 in the first of log.dirs ({config.log_dirs[0]}); "
+                          f"metadata.log.dir={config.metadata_log_dir} must be unset or equal to it")
+    identity = initialize_log_dirs(config, random.Random(), SystemClock().milliseconds())
+    main = next((e for e in config.broker_listeners if e.listener_name == config.inter_broker_listener_name),
+                config.broker_listeners[0])
+    advertised = config.inter_broker_endpoint or config.advertised_broker_listeners[0]
+    host = args.host or main.host or "127.0.0.1"
+    port = args.port if args.port is not None else main.port
+    extra = [(e.host or "127.0.0.1", e.port) for e in config.listeners if e != main]
+    # --port moves the broker listener, so the advertised port follows it (0: the bound port).
+    advertised_port = 0 if args.port is not None else advertised.port
+    return KafkaServer(Path(config.log_dirs[0]), properties, host=host, port=port, allow_remote=args.allow_remote,
+                       cluster_id=identity.cluster_id, advertised=(advertised.host, advertised_port),
+                       extra_listeners=extra)
 
 
 def _halt(reason: str) -> None:
@@ -144,10 +195,13 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     properties = _properties(args)
-    host, port = _listen_address(args, properties)
     try:
-        server = KafkaServer(_data_dir(args, properties), properties, host=host, port=port,
-                             allow_remote=args.allow_remote)
+        if properties.get("process.roles"):
+            server = _kraft_server(args, properties)
+        else:
+            host, port = _listen_address(args, properties)
+            server = KafkaServer(_data_dir(args, properties), properties, host=host, port=port,
+                                 allow_remote=args.allow_remote)
         asyncio.run(_serve(server))
     except (KafkaError, OSError) as error:
         print(f"kafkalab server-start: {error}", file=sys.stderr)
