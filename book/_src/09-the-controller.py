@@ -89,8 +89,10 @@ seen = dump(sim)
 
 # %% [markdown]
 # Before any topic exists the log holds the `metadata.version` feature level (what Kafka's
-# `bootstrap.checkpoint` writes) and, per broker, a `RegisterBrokerRecord` followed by a
-# `BrokerRegistrationChangeRecord` with `fenced: -1` -- the broker is unfenced and may lead.
+# `bootstrap.checkpoint` writes) and, per broker, a `RegisterBrokerRecord`. A broker registers
+# *fenced*, and its broker epoch is the offset of that record. Once its heartbeats show that it
+# has replayed the log up to its own registration, the controller writes a
+# `BrokerRegistrationChangeRecord` with `fenced: -1`: the broker is unfenced and may lead.
 # Now a topic of three partitions, replication factor 3:
 
 # %%
@@ -352,7 +354,8 @@ print(f"active controller: {new_leader.local_id}, epoch {new_leader.epoch}, high
 # Kill and restart brokers, cut one off, trigger a preferred election, and watch the metadata
 # log (above: each record at the time it was committed, one row per record type) and each
 # partition's leader and ISR (below). Stored as a static figure, it shows the story of this
-# chapter: broker 3 killed at 5 s and fenced at 14 s, back at 20 s, a preferred election at 40 s
+# chapter: broker 3 killed at 5 s and fenced at 13 s (9 s after its last heartbeat, sent just
+# before 4 s), back at 20 s, a preferred election at 40 s
 # (dotted lines mark what was done).
 
 # %%

@@ -118,7 +118,10 @@ messages(recorder, "c1", until_s=7.5)
 # %% [markdown]
 # Read it in four steps.
 #
-# 1. **FindCoordinator**: the answer names the coordinator, and everything else goes there.
+# 1. **FindCoordinator**: the answer names the coordinator, and everything else goes there. The
+#    very first one is answered COORDINATOR_NOT_AVAILABLE: `__consumer_offsets` does not exist
+#    yet, and the broker creates it (with `offsets.topic.num.partitions`) on that request. The
+#    member retries after `retry.backoff.ms` (100 ms), by which time the partition has a leader.
 # 2. **JoinGroup**, twice. A new member sends an empty member id; the coordinator answers
 #    MEMBER_ID_REQUIRED with an id it chose (KIP-394), and the member joins again with it. So
 #    a consumer that restarts in a loop does not leave a trail of half-members behind.

@@ -95,7 +95,7 @@ def run(seed: int, data_dir: Path, steps: int = STEPS_DEFAULT) -> RunResult:
         for node_id, node in cluster.nodes.items():
             if not node.alive:
                 cluster.restart(node_id)
-        cluster.run_for(60_000)  # everyone catches up
+        cluster.run_until(lambda: _caught_up(cluster), 60_000)  # everyone catches up
         checker.check()
         reader.check_read_records_kept(lambda topic, partition: _leader_records(cluster, topic, partition))
     finally:
@@ -138,6 +138,18 @@ def _act(cluster: SimCluster, checker: ReplicationChecker, rng: random.Random, a
     else:
         cluster.run_for(rng.randrange(100, 40_000))
     return 0
+
+
+def _caught_up(cluster: SimCluster) -> bool:
+    """Every replica is in the ISR and holds its leader's log end offset."""
+    if not _every_replica_in_sync(cluster):
+        return False
+    for partition in range(PARTITIONS):
+        ends = {hosted.log.log_end_offset for node in cluster.nodes.values() if node.alive
+                if (hosted := node.broker.replica_manager.partition(TOPIC, partition)) is not None}
+        if len(ends) != 1:
+            return False
+    return True
 
 
 def _every_replica_in_sync(cluster: SimCluster) -> bool:

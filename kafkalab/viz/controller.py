@@ -20,9 +20,10 @@ change.
 
 Worked example (:func:`scenario`, seed 7: leaders 3, 1, 2 for partitions 0, 1, 2)::
 
-    t=0       offsets 0-10: feature level, three registrations, topic and partitions
+    t=0       offsets 0-10: feature level, three registrations (fenced), three unfencings,
+              topic and partitions
     t=5 s     broker 3 is killed
-    t=14 s    broker 3 is fenced: a PartitionChangeRecord per partition (3 leaves every
+    t=13 s    broker 3 is fenced (9 s after its last heartbeat): a PartitionChangeRecord per partition (3 leaves every
               ISR; partition 0 elects 1) and a BrokerRegistrationChangeRecord (fenced 1)
     t=20 s    broker 3 restarts: RegisterBrokerRecord; it catches up and the leaders'
               AlterPartition adds it back (PartitionChangeRecords with a bigger ISR)

@@ -19,7 +19,8 @@ Worked example (:func:`scenario`, seed 7: leader 3, ISR [1, 2, 3], min.insync.re
     t=45 s    the leader's ISR check  broker 1 last caught up at 5 s, 40 s > 30 s ago: shrink
                                       to [2, 3]; the HW jumps to the LEO, waiting produces return
     t=50 s    follower 2 is killed    the HW stalls at 50
-    t=59 s    2 is fenced             (broker.session.timeout.ms, 9 s) and leaves the ISR: [3] is
+    t=57 s    2 is fenced             (broker.session.timeout.ms, 9 s after its last heartbeat)
+                                      and leaves the ISR: [3] is
                                       below min.insync.replicas, acks=all gets NOT_ENOUGH_REPLICAS
     t=100 s   2 restarts, 1 healed    2 fetches to the HW at once and rejoins; 1's fetch lost in
                                       the cut is given up after 30 s, so it rejoins at 124.5 s

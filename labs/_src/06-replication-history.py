@@ -185,9 +185,10 @@ plt.show()
 #   an acks=all write waits for *every* ISR member, a silent one included, until the leader
 #   drops it. A slow follower costs latency for `replica.lag.time.max.ms`; that is the price
 #   of the ISR model.
-# * The crash at 150 s is noticed 9 s later (`broker.session.timeout.ms`): the controller fences
-#   the broker, partition 1 gets a new leader, and the partitions it followed lose a replica
-#   until it restarts and catches up.
+# * The crash at 150 s is noticed about 7 s later: the controller fences a broker
+#   `broker.session.timeout.ms` (9 s) after its *last heartbeat*, and the broker had sent that
+#   one about 2 s before it died (heartbeats go every 2 s). Partition 1 gets a new leader, and
+#   the partitions it followed lose a replica until it restarts and catches up.
 # * From 270 s the partitions led by the cut-off broker fall to one replica after the next
 #   check; their high watermarks stop and acks=all answers turn to errors: first timeouts for the
 #   requests already waiting, then refusals.
