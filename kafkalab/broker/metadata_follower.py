@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkalab.controller.raft.api import FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS
 from kafkalab.errors import ErrorCode
 from kafkalab.metadata.delta import MetadataDelta
 from kafkalab.metadata.image import MetadataImage
@@ -33,8 +34,6 @@ from kafkalab.protocol.messages.fetch import FETCH_REQUEST
 from kafkalab.records.codec import iter_batches
 
 METADATA_FETCH_VERSION = 12  # the newest Fetch kafkalab speaks; the KRaft form (cluster id, last fetched epoch)
-METADATA_FETCH_WAIT_MAX_MS = 500  # KafkaRaftClient.MAX_FETCH_WAIT_MS
-METADATA_FETCH_MAX_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES
 
 _REQ = FETCH_REQUEST.cls
 
@@ -60,9 +59,9 @@ class MetadataFollower:
         self.in_flight = True
         partition = _REQ.FetchTopic.FetchPartition(
             partition=0, current_leader_epoch=-1, fetch_offset=self.next_offset,
-            last_fetched_epoch=self.last_fetched_epoch, log_start_offset=-1, partition_max_bytes=METADATA_FETCH_MAX_BYTES)
-        return _REQ(cluster_id=self.cluster_id, replica_id=self.broker_id, max_wait_ms=METADATA_FETCH_WAIT_MAX_MS,
-                    min_bytes=1, max_bytes=METADATA_FETCH_MAX_BYTES, isolation_level=0,
+            last_fetched_epoch=self.last_fetched_epoch, log_start_offset=-1, partition_max_bytes=FETCH_MAX_BYTES)
+        return _REQ(cluster_id=self.cluster_id, replica_id=self.broker_id, max_wait_ms=FETCH_MAX_WAIT_MS,
+                    min_bytes=1, max_bytes=FETCH_MAX_BYTES, isolation_level=0,
                     topics=(_REQ.FetchTopic(topic=KRAFT_METADATA_TOPIC, partitions=(partition,)),))
 
     def on_failure(self) -> None:
@@ -95,4 +94,4 @@ class MetadataFollower:
         return self.image
 
 
-__all__ = ["METADATA_FETCH_VERSION", "METADATA_FETCH_WAIT_MAX_MS", "MetadataFollower"]
+__all__ = ["METADATA_FETCH_VERSION", "MetadataFollower"]

@@ -35,7 +35,8 @@ from typing import Any
 
 from kafkalab.controller.heartbeats import BrokerControlState, BrokerHeartbeatManager, HeartbeatError, ask_of
 from kafkalab.controller.local import LocalController
-from kafkalab.controller.metadata_server import METADATA_FETCH_BYTES_MAX, MetadataLogServer
+from kafkalab.controller.metadata_server import MetadataLogServer
+from kafkalab.controller.raft.api import FETCH_MAX_BYTES
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata.image import BrokerRegistration
 from kafkalab.metadata.record_log import KRAFT_METADATA_TOPIC, MemoryRecordLog
@@ -245,7 +246,7 @@ class ControllerNode:
                              log_start_offset=0, records=None)
         else:
             data = partition(partition_index=0, error_code=ErrorCode.NONE, high_watermark=end, last_stable_offset=end,
-                             log_start_offset=0, records=self.metadata.read(fetch_offset, METADATA_FETCH_BYTES_MAX))
+                             log_start_offset=0, records=self.metadata.read(fetch_offset, FETCH_MAX_BYTES))
         body = _FETCH(error_code=ErrorCode.NONE, responses=(
             _FETCH.FetchableTopicResponse(topic=KRAFT_METADATA_TOPIC, partitions=(data,)),))
         self._respond(connection_id, ApiKey.FETCH, version, correlation_id, body)

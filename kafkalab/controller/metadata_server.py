@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import bisect
 
+from kafkalab.controller.raft.api import FETCH_MAX_BYTES
 from kafkalab.metadata.record_log import SOLE_VOTER_EPOCH, MemoryRecordLog
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
 
-METADATA_FETCH_BYTES_MAX = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES
 BATCH_CACHE_MAX = 4_096  # encoded batches kept for repeated fetches (each broker reads each one)
 
 
@@ -46,7 +46,7 @@ class MetadataLogServer:
         """The log end offset, which is also the high watermark of a one-voter quorum."""
         return len(self.log.values)
 
-    def read(self, fetch_offset: int, max_bytes: int = METADATA_FETCH_BYTES_MAX) -> bytes:
+    def read(self, fetch_offset: int, max_bytes: int = FETCH_MAX_BYTES) -> bytes:
         """Whole batches from the one holding ``fetch_offset`` on, at least one, at most
         ``max_bytes`` beyond the first; b"" at the log end. Offsets past the end raise."""
         if not 0 <= fetch_offset <= self.end_offset:
@@ -75,4 +75,4 @@ class MetadataLogServer:
         return encoded
 
 
-__all__ = ["METADATA_FETCH_BYTES_MAX", "MetadataLogServer"]
+__all__ = ["MetadataLogServer"]

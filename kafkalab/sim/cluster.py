@@ -45,9 +45,9 @@ import functools
 import itertools
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kafkalab.broker.broker import Broker
 from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
@@ -57,6 +57,7 @@ from kafkalab.broker.txn_channel import WRITE_TXN_MARKERS_VERSION
 from kafkalab.broker.txn_verification import VERIFY_VERSION
 from kafkalab.client.consumer import ConsumerCore, RebalanceEvent, Request
 from kafkalab.client.membership import GroupMember, MemberConfig, Outgoing
+from kafkalab.client.data import PARTITION_FETCH_MAX_BYTES
 from kafkalab.clock import ManualClock
 from kafkalab.broker.lifecycle import BrokerState, ControllerRequest
 from kafkalab.broker.metadata_follower import METADATA_FETCH_VERSION
@@ -68,6 +69,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_response, encode_request
 from kafkalab.replication.fetcher import PartitionFetch
 from kafkalab.sim.network import LinkFaults, Network
+from kafkalab.sim.node import SimClient, SimNode
 from kafkalab.storage.power_loss import LostTail, lose_unflushed, unflushed_tails
 
 START_MS = 1_700_000_000_000  # a fixed start so timestamps replay
@@ -77,7 +79,6 @@ STEPS_MAX = 10_000_000  # a bug guard for run_for: no simulated interval needs m
 PRODUCE_VERSION = 7
 METADATA_VERSION = 12
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
-CONSUMER_FETCH_MAX_BYTES = 1024 * 1024  # max.partition.fetch.bytes default
 CONTROLLER = "controller"  # the active controller's address on the network
 METADATA_REQUEST_TIMEOUT_MS = 2_000  # controller.quorum.request.timeout.ms: a metadata fetch's bound
 METADATA_WAIT_MS = 30_000  # how long create_topic and start-up wait for brokers to learn the metadata
@@ -96,23 +97,6 @@ class _Pending:
     on_timeout: Callable[[], None]
     src: int | str
     dst: int | str = -1
-
-
-class SimClient(Protocol):
-    """A client that lives in the simulation (kafkalab's producer): it is ticked every step and
-    tells the loop when it next needs to be, so a ``linger.ms`` wait is an event like any other."""
-
-    def next_deadline_ms(self) -> int | None: ...
-
-    def on_tick(self, now_ms: int) -> None: ...
-
-
-@dataclass(slots=True)
-class SimNode:
-    node_id: int
-    broker: Broker
-    fetching_from: set[int] = field(default_factory=set)  # leaders with a fetch in flight
-    alive: bool = True
 
 
 class SimCluster:
@@ -301,7 +285,7 @@ class SimCluster:
         """Fetch from the partition's leader as a consumer does (replica id -1, no waiting for
         data); run until answered and return the partition's part of the Fetch response."""
         answers: list[Any] = []
-        fetch = PartitionFetch(topic, partition, offset, -1, -1, -1, CONSUMER_FETCH_MAX_BYTES)
+        fetch = PartitionFetch(topic, partition, offset, -1, -1, -1, PARTITION_FETCH_MAX_BYTES)
         body = dataclasses.replace(follower_fetch_request(-1, [fetch]), max_wait_ms=0, min_bytes=0)
         self._send(CLIENT, self.leader(topic, partition), ApiKey.FETCH, FETCH_VERSION, body,
                    lambda response: answers.append(response.responses[0].partitions[0]))

@@ -15,7 +15,9 @@ def test_the_story_leaves_the_expected_traces(tmp_path: Path) -> None:
     rows = pq.read_table(tmp_path / "events.parquet").to_pylist()
     shrinks = [r for r in rows if r["kind"] == "isr-changed" and r["partition"] == 0 and len(r["new_isr"]) < 3]
     first = (shrinks[0]["time_ms"] - START_MS) / 1000
-    assert first == 60.0  # cut at 20 s; checks every 15 s; out after more than 30 s behind
+    # Cut at 20 s; the leader checks every 15 s and drops a follower more than 30 s behind: it
+    # proposes the shrink at 60 s, and the controller's answer lands a round trip later.
+    assert 60.0 <= first < 60.1
     assert marks.cut_follower not in shrinks[0]["new_isr"]
     assert [r["node_id"] for r in rows if r["kind"] == "crash"] == [marks.crashed_leader]
     refused = [r for r in rows if r["kind"] == "produce-answer" and r["error_code"] == 19]  # NOT_ENOUGH_REPLICAS

@@ -14,6 +14,9 @@ from kafkalab.controller.raft.leader import ReplicaDescription
 from kafkalab.controller.raft.messages import Send
 from kafkalab.errors import ErrorCode, KafkaError
 
+FETCH_MAX_WAIT_MS = 500  # KafkaRaftClient.MAX_FETCH_WAIT_MS: how long a leader parks an empty fetch
+FETCH_MAX_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES
+
 
 @dataclass(frozen=True, slots=True)
 class RaftConfig:

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kafkalab.controller.raft import metadata_log
-from kafkalab.controller.raft.api import NotLeaderError, Output, QuorumDescription, RaftConfig
+from kafkalab.controller.raft.api import (
+    FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, NotLeaderError, Output, QuorumDescription, RaftConfig,
+)
 from kafkalab.controller.raft.leader import LeaderState, ParkedFetch, majority
 from kafkalab.controller.raft.messages import (
     NO_ERROR, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
@@ -48,7 +49,7 @@ from kafkalab.controller.raft.snapshot_fetch import (
     SnapshotDownload, SnapshotFetchError, answer_fetch_snapshot, needs_snapshot,
 )
 from kafkalab.controller.raft.state import (
-    NO_ID, ElectionState, QuorumEvent, QuorumStateKind, initial_state, next_state,
+    NO_ID, ElectionState, QuorumEvent, QuorumStateKind, VoterTimers, initial_state, next_state,
 )
 from kafkalab.errors import ErrorCode
 from kafkalab.metadata.records import MetadataRecordError
@@ -59,21 +60,8 @@ from kafkalab.replication.truncation import (
 K, E = QuorumStateKind, QuorumEvent
 RETRY_BACKOFF_BASE_MS = 100  # KafkaRaftClient's base for exponential election backoff
 BACKOFF_DOUBLINGS_MAX = 10  # beyond this the window dwarfs election.backoff.max.ms anyway
-FETCH_MAX_WAIT_MS = 500  # KafkaRaftClient.FETCH_MAX_WAIT_MS: how long a leader parks an empty fetch
-FETCH_MAX_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_FETCH_SIZE_BYTES
 APPEND_VALUES_MAX = 10_000  # records per leader append; a bound, far above a metadata batch
 
-
-@dataclass(slots=True)
-class _Timers:
-    election_deadline_ms: int = 0  # UNATTACHED, VOTED, CANDIDATE, RESIGNED
-    backoff_until_ms: int | None = None  # CANDIDATE rejected by a majority
-    fetch_deadline_ms: int = 0  # FOLLOWER: no successful fetch since then -> election
-    fetch_in_flight: int | None = None  # FOLLOWER: correlation id of the outstanding fetch
-    fetch_sent_ms: int = 0
-    fetch_retry_ms: int = 0
-    begin_epoch_resend_ms: int = 0  # LEADER
-    download: SnapshotDownload | None = None  # FOLLOWER below the leader's log start
 
 
 class RaftNode:
@@ -96,7 +84,7 @@ class RaftNode:
         stored = state_file.read()
         self.election = stored.election if stored is not None else ElectionState(0)
         self.kind = initial_state(self.election, local_id)
-        self.timers = _Timers()
+        self.timers = VoterTimers()
         self.granted: set[int] = set()
         self.rejected: set[int] = set()
         self.leader: LeaderState | None = None
@@ -208,7 +196,7 @@ class RaftNode:
             self.timers.election_deadline_ms = keep_deadline_ms
 
     def _enter(self, out: Output) -> None:
-        self.timers = _Timers()
+        self.timers = VoterTimers()
         self.granted, self.rejected, self.leader = set(), set(), None
         self._ENTER[self.kind](self, out)
 
@@ -600,4 +588,4 @@ class RaftNode:
     }
 
 
-__all__ = ["FETCH_MAX_WAIT_MS", "NotLeaderError", "Output", "QuorumDescription", "RaftConfig", "RaftNode"]
+__all__ = ["NotLeaderError", "Output", "QuorumDescription", "RaftConfig", "RaftNode"]

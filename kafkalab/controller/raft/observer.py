@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from kafkalab.controller.raft.messages import (
     NO_ERROR, FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, Send,
 )
-from kafkalab.controller.raft.node import FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, RaftConfig
+from kafkalab.controller.raft.api import FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, RaftConfig
 from kafkalab.controller.raft.snapshot_fetch import SnapshotDownload
 from kafkalab.controller.raft.state import NO_ID
 from kafkalab.errors import ErrorCode, KafkaError

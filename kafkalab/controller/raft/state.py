@@ -37,6 +37,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from kafkalab.controller.raft.snapshot_fetch import SnapshotDownload
 from kafkalab.errors import ErrorCode, KafkaError
 
 NO_ID = -1  # QuorumStateData's default for LeaderId and VotedId
@@ -136,7 +137,21 @@ def initial_state(election: ElectionState, local_id: int) -> QuorumStateKind:
     return QuorumStateKind.UNATTACHED
 
 
+@dataclass(slots=True)
+class VoterTimers:
+    """The deadlines and in-flight requests of a voter's current state; reset on every move."""
+
+    election_deadline_ms: int = 0  # UNATTACHED, VOTED, CANDIDATE, RESIGNED
+    backoff_until_ms: int | None = None  # CANDIDATE rejected by a majority
+    fetch_deadline_ms: int = 0  # FOLLOWER: no successful fetch since then -> election
+    fetch_in_flight: int | None = None  # FOLLOWER: correlation id of the outstanding fetch
+    fetch_sent_ms: int = 0
+    fetch_retry_ms: int = 0
+    begin_epoch_resend_ms: int = 0  # LEADER
+    download: SnapshotDownload | None = None  # FOLLOWER below the leader's log start
+
+
 __all__ = [
     "NO_ID", "ElectionState", "IllegalQuorumTransition", "QuorumEvent", "QuorumStateKind",
-    "TRANSITIONS", "initial_state", "next_state",
+    "TRANSITIONS", "VoterTimers", "initial_state", "next_state",
 ]
