@@ -142,6 +142,9 @@ def test_commits_are_what_confluent_kafka_reads_as_committed(mock_bootstrap: str
     assert {c.partition: c.offset for c in committed} == {p: len(produced.get(p, [])) for p in range(PARTITIONS)}
 
 
+# Some 40 s of the mock cluster's rebalancing, so it runs in make campaign; the default suite has
+# kafkalab's member beside librdkafka's in test_membership_sockets.py.
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_group_of_kafkalab_and_confluent_consumers_shares_partitions(mock_bootstrap: str) -> None:
     topic, group = "shared", "g-shared"
