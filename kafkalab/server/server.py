@@ -269,18 +269,7 @@ class KafkaServer:
         if self.stopping.is_set():
             await self._stopped.wait()
             return
-        self.stopping.set()
-        for server in (self._server, *self._extra_servers):
-            if server is not None:
-                server.close()
-        if self._timer is not None:
-            self._timer.cancel()
-        for connection in list(self._connections.values()):
-            connection.close("the server is stopping")
-        if self.peers is not None:
-            await self.peers.channel.close()
-            if self.peers.controller is not None:
-                await self.peers.controller[1].close()
+        await self._close_sockets("the server is stopping")
         await asyncio.sleep(0)  # let the transports report connection_lost
         for server in (self._server, *self._extra_servers):
             if server is not None:
@@ -292,9 +281,9 @@ class KafkaServer:
             self.broker = None
             self._stopped.set()
 
-    async def halt(self) -> None:
-        """Stop as SIGKILL stops a process, for failover tests in one process: the sockets
-        close (the operating system would close them), nothing is flushed or checkpointed."""
+    async def _close_sockets(self, reason: str) -> None:
+        """Stop listening and the timer, close every client connection with ``reason``, and
+        close the connections to other nodes."""
         self.stopping.set()
         for server in (self._server, *self._extra_servers):
             if server is not None:
@@ -302,11 +291,16 @@ class KafkaServer:
         if self._timer is not None:
             self._timer.cancel()
         for connection in list(self._connections.values()):
-            connection.close("killed")
+            connection.close(reason)
         if self.peers is not None:
             await self.peers.channel.close()
             if self.peers.controller is not None:
                 await self.peers.controller[1].close()
+
+    async def halt(self) -> None:
+        """Stop as SIGKILL stops a process, for failover tests in one process: the sockets
+        close (the operating system would close them), nothing is flushed or checkpointed."""
+        await self._close_sockets("killed")
         if self.broker is not None:
             self.broker.halt()
         self.broker = None
