@@ -39,8 +39,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kafkalab.protocol.fast_reads import IrregularBody as _Irregular
+from kafkalab.protocol.fast_reads import read_uvarint as _uvarint
 from kafkalab.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
-from kafkalab.protocol.types import UVARINT_BYTES_MAX, Part, RecordsParts
+from kafkalab.protocol.types import Part, RecordsParts
 
 FLEXIBLE_FROM = FETCH_REQUEST.flexible_from  # 12
 TOPICS_MAX = 100_000  # more topics or partitions in one request than this is not a consumer
@@ -66,10 +68,6 @@ _PARTITION_RUN = {
 }
 _RESPONSE_TOP = {v: struct.Struct(">i" + ("hi" if v >= 7 else "")) for v in range(4, 13)}
 _RESPONSE_PARTITION = {v: struct.Struct(">ihq" + "q" + ("q" if v >= 5 else "")) for v in range(4, 13)}
-
-
-class _Irregular(Exception):
-    """The body is not in the common shape: let the generic codec handle it."""
 
 
 def decode_fetch_request(data: bytes | bytearray | memoryview, version: int) -> Any:
@@ -132,20 +130,6 @@ def _partition(fields: tuple[int, ...], version: int) -> Any:
     return _PARTITION(partition=partition, current_leader_epoch=current_leader_epoch, fetch_offset=fetch_offset,
                       last_fetched_epoch=last_fetched_epoch, log_start_offset=log_start_offset,
                       partition_max_bytes=partition_max_bytes)
-
-
-def _uvarint(view: memoryview, position: int) -> tuple[int, int]:
-    """A uvarint of at most five bytes, as the generic reader takes; longer is irregular."""
-    first = view[position]
-    if first < 0x80:
-        return first, position + 1
-    value = 0
-    for index in range(UVARINT_BYTES_MAX):
-        byte = view[position + index]
-        value |= (byte & 0x7F) << (7 * index)
-        if byte < 0x80:
-            return value, position + index + 1
-    raise _Irregular("long varint")
 
 
 def _count(view: memoryview, position: int, flexible: bool, limit: int) -> tuple[int, int]:

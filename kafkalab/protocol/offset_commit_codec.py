@@ -34,8 +34,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from kafkalab.protocol.fast_reads import IrregularBody as _Irregular
+from kafkalab.protocol.fast_reads import read_uvarint as _uvarint
 from kafkalab.protocol.messages.offsets import OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE
-from kafkalab.protocol.types import UVARINT_BYTES_MAX, Part
+from kafkalab.protocol.types import Part
 
 FLEXIBLE_FROM = OFFSET_COMMIT_REQUEST.flexible_from  # 8
 VERSION_MAX = OFFSET_COMMIT_REQUEST.valid[1]
@@ -50,10 +52,6 @@ _RESP = OFFSET_COMMIT_RESPONSE.cls
 _I32 = struct.Struct(">i")
 _PARTITION_RUN = struct.Struct(">iqi")  # partition_index, committed_offset, committed_leader_epoch
 _RESPONSE_PARTITION = struct.Struct(">ih")  # partition_index, error_code
-
-
-class _Irregular(Exception):
-    """The body is not in the common shape: let the generic codec handle it."""
 
 
 def decode_offset_commit_request(data: bytes | bytearray | memoryview, version: int) -> Any:
@@ -89,20 +87,6 @@ def _decode(view: memoryview) -> Any:
     _no_tags(view, position)
     return _REQ(group_id=group_id, generation_id_or_member_epoch=generation, member_id=member_id,
                 group_instance_id=instance_id, retention_time_ms=-1, topics=tuple(topics))
-
-
-def _uvarint(view: memoryview, position: int) -> tuple[int, int]:
-    """A uvarint of at most five bytes, as the generic reader takes; longer is irregular."""
-    first = view[position]
-    if first < 0x80:
-        return first, position + 1
-    value = 0
-    for index in range(UVARINT_BYTES_MAX):
-        byte = view[position + index]
-        value |= (byte & 0x7F) << (7 * index)
-        if byte < 0x80:
-            return value, position + index + 1
-    raise _Irregular("long varint")
 
 
 def _count(view: memoryview, position: int, limit: int) -> tuple[int, int]:
