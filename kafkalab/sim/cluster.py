@@ -188,13 +188,18 @@ class SimCluster:
         tails = unflushed_tails(hosted.log for hosted in node.broker.replica_manager) if power_loss else []
         node.broker.halt()
         lost = lose_unflushed(tails, self._rng) if power_loss else []
-        node.fetching_from.clear()
-        self.network.drop_node(node_id)
-        for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
-            del self._pending[correlation_id]
-        self._connections_closed(node_id)
-        self._notify("crash", node_id, None)
+        self._gone(node)
         return lost
+
+    def _gone(self, node: SimNode) -> None:
+        """A stopped or killed broker leaves the network: its messages in flight are lost, its
+        own requests forgotten, and whoever waits on it learns that the connection closed."""
+        node.fetching_from.clear()
+        self.network.drop_node(node.node_id)
+        for correlation_id in [c for c, p in self._pending.items() if p.src == node.node_id]:
+            del self._pending[correlation_id]
+        self._connections_closed(node.node_id)
+        self._notify("crash", node.node_id, None)
 
     def _connections_closed(self, node_id: int) -> None:
         """A killed process's sockets are closed by its operating system: everyone waiting on a
@@ -219,12 +224,7 @@ class SimCluster:
         released = self.run_until(lambda: lifecycle.state is BrokerState.SHUTTING_DOWN, wait_ms)
         node.alive = False
         node.broker.shutdown()
-        node.fetching_from.clear()
-        self.network.drop_node(node_id)
-        for correlation_id in [c for c, p in self._pending.items() if p.src == node_id]:
-            del self._pending[correlation_id]
-        self._connections_closed(node_id)
-        self._notify("crash", node_id, None)
+        self._gone(node)
         return released
 
     def restart(self, node_id: int) -> None:
