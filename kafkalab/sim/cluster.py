@@ -117,7 +117,7 @@ class SimCluster:
         self.controller = LocalController([], random.Random(rng.getrandbits(64)), clock_ms=self.clock.milliseconds)
         self.controller_node = ControllerNode(
             self.controller, BrokerSettings(node_id=0).cluster_id, BrokerHeartbeatManager(BROKER_SESSION_TIMEOUT_MS),
-            self._unclean_enabled)
+            self._unclean_enabled, self.properties)
         self.controller_node.on_alter_partition = lambda request, response, before: self._notify(
             "alter-partition", request.broker_id, (request, response, before))
         self.nodes: dict[int, SimNode] = {}
@@ -143,7 +143,7 @@ class SimCluster:
     def _open(self, node_id: int) -> Broker:
         settings = BrokerSettings(node_id=node_id, port=9090 + node_id, rack=self.racks.get(node_id))
         return open_broker(self.data_dir / f"node-{node_id}", self.properties, settings, self.clock,
-                           random.Random(self._rng.getrandbits(64)), self.controller)
+                           random.Random(self._rng.getrandbits(64)), in_cluster=True)
 
     def watch(self, watcher: Callable[[str, int, Any], None]) -> None:
         """Call ``watcher(kind, node_id, detail)`` on every ``"crash"`` (detail None),

@@ -58,7 +58,7 @@ class Cluster:
             self.servers[i] = KafkaServer(
                 self.tmp_path / f"node-{i}", {"node.id": str(i), "min.insync.replicas": "2",
                                               "offsets.topic.replication.factor": "3"},
-                port=port, seed=i, cluster_id=CLUSTER, controller=self.controller,
+                port=port, seed=i, cluster_id=CLUSTER,
                 peers={n: ("127.0.0.1", p) for n, p in self.ports.items() if n != i},
                 controller_address=(CONTROLLER_ID, address))
             await self.servers[i].start()
