@@ -162,7 +162,7 @@ class Broker:
             auto_topics = self.auto_topics = AutoTopicCreation()
             self.topics = TopicRegistry.in_cluster(auto_topics, self.replica_manager, lambda: self.image)
             self._unsubscribe = lambda: None
-            self.forwarding = ForwardingManager(self.respond)
+            self.forwarding = ForwardingManager(self.respond, timer.now_ms)
             self.producer_ids = producer_id.ProducerIdManager(settings.node_id,
                                                               lambda: self.replica_manager.broker_epoch)
             incarnation_id = uuid.UUID(int=rng.getrandbits(128), version=4)  # new each process start

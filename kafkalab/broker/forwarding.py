@@ -84,8 +84,9 @@ class _Forward:
 class ForwardingManager:
     """One broker's forwarded requests. Not thread-safe; owned by the broker."""
 
-    def __init__(self, respond: Respond) -> None:
+    def __init__(self, respond: Respond, now_ms: Callable[[], int]) -> None:
         self._respond = respond
+        self._now_ms = now_ms  # the clock ``poll`` and the answers are given (the broker's timer)
         self._forwards: list[_Forward] = []
         self._ids = itertools.count(1)
 
@@ -96,7 +97,8 @@ class ForwardingManager:
             return
         envelope = ENVELOPE_REQUEST.cls(request_data=request.frame, request_principal=ANONYMOUS_PRINCIPAL,
                                         client_host_address=_address_bytes(client_host))
-        self._forwards.append(_Forward(request, envelope, request.now_ms + FORWARD_RETRY_TIMEOUT_MS, request.now_ms))
+        now_ms = self._now_ms()
+        self._forwards.append(_Forward(request, envelope, now_ms + FORWARD_RETRY_TIMEOUT_MS, now_ms))
 
     def poll(self, now_ms: int) -> list[ControllerRequest]:
         """Envelopes due now; forwards whose retries ran out are answered REQUEST_TIMED_OUT."""

@@ -293,6 +293,7 @@ class KafkaServer:
             await self.peers.channel.close()
             if self.peers.controller is not None:
                 await self.peers.controller[1].close()
+            await self.peers.close()
 
     async def halt(self) -> None:
         """Stop as SIGKILL stops a process, for failover tests in one process: the sockets
