@@ -148,11 +148,11 @@ class Broker:
             controller = self.controller = open_local_controller(
                 log_store, registration, rng, clock_ms or (lambda: 0), _broker_int(
                     config_store, str(settings.node_id), "metadata.log.max.record.bytes.between.snapshots"))
+            configs = StoreConfigs(config_store)
             self.controller_apis = ControllerApis(
-                controller, StoreConfigs(config_store),
-                TopicDefaults(settings.num_partitions, settings.default_replication_factor), str(settings.node_id))
-            self.topics = TopicRegistry.lone(controller, StoreConfigs(config_store), self.replica_manager,
-                                             lambda: self.image)
+                controller, configs, TopicDefaults(settings.num_partitions, settings.default_replication_factor),
+                str(settings.node_id))
+            self.topics = TopicRegistry.lone(controller, configs, self.replica_manager, lambda: self.image)
             self.topics.restore(log_store)
             self._unsubscribe = controller.subscribe(self._apply_image)
             controller.publish()

@@ -26,8 +26,10 @@ The controller is a node of its own on the network, ``"controller"``: a
 :class:`~kafkalab.controller.local.LocalController`. Brokers register with it, heartbeat every
 2 s, propose ISR changes with AlterPartition, and learn the metadata by fetching its log and
 replaying the records, as KRaft brokers do; a broker silent for ``broker.session.timeout.ms``
-(9 s) is fenced. Tests, tools and the book's cells may still call the LocalController directly
-for admin operations (create a topic, elect leaders), as a broker forwards them to it.
+(9 s) is fenced. A client's admin requests (CreateTopics, configs, ElectLeaders ...) reach the
+controller as Envelopes forwarded by the broker they were sent to, and brokers ask it for
+producer id blocks; tests, tools and the book's cells may also call the LocalController directly
+(:meth:`SimCluster.create_topic`), as an admin tool beside the controller would.
 
 Worked example: ``SimCluster(tmp, nodes=3, seed=7)`` starts brokers 1, 2 and 3;
 ``create_topic("orders", 1, 3)`` places replicas [3, 1, 2], so broker 3 leads (the call returns

@@ -123,3 +123,26 @@ def test_producer_id_without_a_controller_is_retriable(cluster: SimCluster) -> N
     R = INIT_PRODUCER_ID_REQUEST.cls
     init = R(transactional_id=None, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1)
     assert ask(cluster, 2, ApiKey.INIT_PRODUCER_ID, 4, init).error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def test_metadata_auto_creates_a_topic_through_the_controller(cluster: SimCluster) -> None:
+    from kafkalab.protocol.messages.metadata import METADATA_REQUEST
+    R = METADATA_REQUEST.cls
+    auto = R(topics=(R.MetadataRequestTopic(name="clicks"),), allow_auto_topic_creation=True)
+    (first,) = ask(cluster, 2, ApiKey.METADATA, 12, auto).topics
+    assert first.error_code == ErrorCode.LEADER_NOT_AVAILABLE  # asked of the controller, not there yet
+    assert cluster.await_metadata()
+    assert "clicks" in cluster.controller.image.topics
+    (second,) = cluster.metadata(1, ["clicks"]).topics
+    assert second.error_code == 0 and len(second.partitions) == 1  # num.partitions
+
+
+def test_find_coordinator_creates_the_offsets_topic_with_its_configs(cluster: SimCluster) -> None:
+    from kafkalab.protocol.messages.find_coordinator import FIND_COORDINATOR_REQUEST
+    R = FIND_COORDINATOR_REQUEST.cls
+    answer = ask(cluster, 3, ApiKey.FIND_COORDINATOR, 4, R(key_type=0, coordinator_keys=("g",)))
+    assert answer.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert cluster.await_metadata()
+    assert cluster.controller.image.configs[(CONFIG_RESOURCE_TOPIC, "__consumer_offsets")]["cleanup.policy"] == "compact"
+    answer = ask(cluster, 3, ApiKey.FIND_COORDINATOR, 4, R(key_type=0, coordinator_keys=("g",)))
+    assert answer.coordinators[0].error_code == 0

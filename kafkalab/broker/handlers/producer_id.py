@@ -52,6 +52,9 @@ class ProducerIdAllocator:
     def ready(self) -> bool:
         return True  # a block is always at hand
 
+    def wait(self, on_block: Callable[[bool], None]) -> None:
+        on_block(True)  # nothing to wait for
+
     def allocate(self) -> int:
         if self._index >= len(self._block):
             self._block, self._index = self._next_block(), 0
