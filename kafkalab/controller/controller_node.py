@@ -58,7 +58,11 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_request_body, decode_request_header, encode_response
 from kafkalab.protocol.messages.broker_lifecycle import CONTROLLER_SCHEMAS
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
-from kafkalab.protocol.messages.forwarding import ALLOCATE_PRODUCER_IDS_RESPONSE, ENVELOPE_RESPONSE
+from kafkalab.protocol.messages.forwarding import (
+    ALLOCATE_PRODUCER_IDS_RESPONSE,
+    ENVELOPE_RESPONSE,
+    deserialize_principal,
+)
 
 PARKED_FETCHES_MAX = 10_000  # one per broker connection; a bound against a runaway peer
 _REGISTRATION, _HEARTBEAT = CONTROLLER_SCHEMAS[ApiKey.BROKER_REGISTRATION][1].cls, CONTROLLER_SCHEMAS[ApiKey.BROKER_HEARTBEAT][1].cls
@@ -238,8 +242,17 @@ class ControllerNode:
 
     def handle_envelope(self, body: Any, now_ms: int) -> Any:
         """Kafka's ``EnvelopeUtils.handleEnvelopeRequest``: decode the client's frame, decide
-        it, and wrap the response (the client's correlation id in its header)."""
+        it, and wrap the response (the client's correlation id in its header). kafkalab has no
+        ACLs, so the principal is only checked to be one; the client's address must be 4 or 16
+        bytes (``InetAddress.getByAddress``)."""
         try:
+            deserialize_principal(None if body.request_principal is None else bytes(body.request_principal))
+        except KafkaError as error:
+            return ENVELOPE_RESPONSE.cls(error_code=error.error_code)
+        try:
+            if len(body.client_host_address) not in (4, 16):
+                raise KafkaError(f"a client address of {len(body.client_host_address)} bytes",
+                                 error_code=ErrorCode.INVALID_REQUEST)
             header = decode_request_header(bytes(body.request_data))
             if header.api_key not in FORWARDABLE:
                 raise KafkaError(f"API {header.api_key} is not eligible for forwarding",

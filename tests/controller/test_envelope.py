@@ -106,3 +106,16 @@ def test_allocate_producer_ids_needs_the_current_broker_epoch() -> None:
     stale = _ask(node, ApiKey.ALLOCATE_PRODUCER_IDS, 0, R(broker_id=2, broker_epoch=epoch - 1))
     assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
     assert node.controller.image.next_producer_id == 2000
+
+
+def test_envelope_needs_a_principal_and_an_address() -> None:
+    node = _node()
+    inner = _create_topics("orders", 3)
+    for principal in (None, b"", b"\x00\x07junk", b"\x00\x00\x05Us"):
+        envelope = ENVELOPE_REQUEST.cls(request_data=inner, request_principal=principal,
+                                        client_host_address=bytes([127, 0, 0, 1]))
+        assert _ask(node, ApiKey.ENVELOPE, 0, envelope).error_code == ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE
+    envelope = ENVELOPE_REQUEST.cls(request_data=inner, request_principal=ANONYMOUS_PRINCIPAL,
+                                    client_host_address=b"\x7f\x00")
+    assert _ask(node, ApiKey.ENVELOPE, 0, envelope).error_code == ErrorCode.INVALID_REQUEST
+    assert "orders" not in node.controller.image.topics

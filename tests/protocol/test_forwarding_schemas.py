@@ -47,3 +47,9 @@ def test_envelope_frame_carries_the_client_frame_unchanged():
 def _delete_topics_body():
     from kafkalab.protocol.messages.topics import DELETE_TOPICS_REQUEST
     return DELETE_TOPICS_REQUEST.cls(topic_names=("orders",), timeout_ms=1000)
+
+
+def test_principal_round_trip():
+    from kafkalab.protocol.messages.forwarding import deserialize_principal
+    assert deserialize_principal(ANONYMOUS_PRINCIPAL) == ("User", "ANONYMOUS")
+    assert deserialize_principal(serialize_principal("User", "alice")) == ("User", "alice")

@@ -23,6 +23,7 @@ sends ``Envelope{request_data: <the client's 40 bytes>, request_principal: 00 00
 
 from __future__ import annotations
 
+from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.schema import f, message
 
@@ -73,10 +74,23 @@ def serialize_principal(principal_type: str, name: str) -> bytes:
     return PRINCIPAL_DATA_VERSION.to_bytes(2, "big") + DEFAULT_PRINCIPAL_DATA.encode(data, PRINCIPAL_DATA_VERSION)
 
 
+def deserialize_principal(data: bytes | None) -> tuple[str, str]:
+    """Kafka's ``DefaultKafkaPrincipalBuilder.deserialize``: (principal type, name), or
+    PRINCIPAL_DESERIALIZATION_FAILURE (97) for bytes that are not a principal."""
+    try:
+        if data is None or int.from_bytes(data[:2], "big") != PRINCIPAL_DATA_VERSION:
+            raise ValueError("no principal, or an unknown DefaultPrincipalData version")
+        principal = DEFAULT_PRINCIPAL_DATA.decode(data[2:], PRINCIPAL_DATA_VERSION)
+    except (KafkaError, ValueError, IndexError) as error:
+        raise KafkaError(f"Failed to deserialize client principal from envelope: {error}",
+                         error_code=ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE) from None
+    return principal.type, principal.name
+
+
 ANONYMOUS_PRINCIPAL = serialize_principal("User", "ANONYMOUS")  # a PLAINTEXT listener's client
 
 __all__ = [
     "ALLOCATE_PRODUCER_IDS_REQUEST", "ALLOCATE_PRODUCER_IDS_RESPONSE", "ALLOCATE_PRODUCER_IDS_VERSION",
     "ANONYMOUS_PRINCIPAL", "DEFAULT_PRINCIPAL_DATA", "ENVELOPE_REQUEST", "ENVELOPE_RESPONSE", "ENVELOPE_VERSION",
-    "serialize_principal",
+    "deserialize_principal", "serialize_principal",
 ]
