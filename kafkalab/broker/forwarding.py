@@ -4,7 +4,7 @@
 Theory of operation
 -------------------
 Mirrors Kafka's ``ForwardingManager`` and ``AutoTopicCreationManager``. A KRaft broker decides no
-admin request itself. :class:`ForwardingManager` wraps each forwardable request it receives
+admin request itself, nor answers DescribeQuorum. :class:`ForwardingManager` wraps each forwardable request it receives
 (:data:`~kafkalab.controller.controller_apis.FORWARDABLE`) in an EnvelopeRequest -- the client's
 frame unopened, its principal, its address -- and queues it for the controller; the adapter
 carries it like the broker's heartbeats (:meth:`kafkalab.broker.broker.Broker.controller_requests`).
@@ -50,6 +50,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_response
 from kafkalab.protocol.messages.configs import ALTER_CONFIGS_RESPONSE, INCREMENTAL_ALTER_CONFIGS_RESPONSE
 from kafkalab.protocol.messages.elect_leaders import ELECT_LEADERS_RESPONSE
+from kafkalab.protocol.messages.raft import DESCRIBE_QUORUM_RESPONSE
 from kafkalab.protocol.messages.forwarding import ANONYMOUS_PRINCIPAL, ENVELOPE_REQUEST, ENVELOPE_VERSION
 from kafkalab.protocol.messages.reassignments import (
     ALTER_PARTITION_REASSIGNMENTS_RESPONSE,
@@ -232,6 +233,8 @@ def error_response(api_key: int, body: Any, error: ErrorCode) -> Any:
                 partition_id=p, error_code=error, error_message=message) for p in t.partitions)) for t in topics))
     if api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
         return ALTER_PARTITION_REASSIGNMENTS_RESPONSE.cls(error_code=error, error_message=message)
+    if api_key == ApiKey.DESCRIBE_QUORUM:
+        return DESCRIBE_QUORUM_RESPONSE.cls(error_code=error, error_message=message)
     assert api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS, f"API {api_key} is not forwarded"
     return LIST_PARTITION_REASSIGNMENTS_RESPONSE.cls(error_code=error, error_message=message)
 

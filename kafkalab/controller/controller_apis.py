@@ -59,12 +59,15 @@ from kafkalab.protocol.messages.topics import (
     DELETE_TOPICS_RESPONSE,
 )
 
-# The APIs a KRaft broker forwards to the controller (ApiKeys.forwardable) that kafkalab serves.
-FORWARDABLE = frozenset({
+# The admin APIs the controller decides (ControllerApis), and every API a KRaft broker forwards
+# to the controller (ApiKeys.forwardable) that kafkalab serves: those and DescribeQuorum, which
+# the quorum answers (kafkalab.controller.describe_quorum).
+ADMIN_APIS = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS,
 })
+FORWARDABLE = ADMIN_APIS | {ApiKey.DESCRIBE_QUORUM}
 TOPIC_CONFIG_SOURCES = {  # kafkalab.config's sources -> Kafka's DescribeConfigs source ids
     "DYNAMIC_TOPIC_CONFIG": 1, "DYNAMIC_BROKER_CONFIG": 2, "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
     "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5,
@@ -108,10 +111,10 @@ class ControllerApis:
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.alter_partition_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.list_partition_reassignments,
         }
-        assert set(self._handlers) == FORWARDABLE
+        assert set(self._handlers) == ADMIN_APIS
 
     def handle(self, api_key: int, body: Any) -> Any:
-        """The response body for one forwardable request's body."""
+        """The response body for one admin request's body (an API of :data:`ADMIN_APIS`)."""
         return self._handlers[api_key](body)
 
     # --- CreateTopics ------------------------------------------------------------------------
@@ -336,5 +339,5 @@ def apply_operation(updated: dict[str, str], config: Any) -> None:
         raise ResourceError(f"unknown config operation {operation} for {name}", error_code=ErrorCode.INVALID_REQUEST)
 
 
-__all__ = ["ControllerApis", "ELECTIONS", "FORWARDABLE", "ResourceError", "TOPIC_CONFIG_SOURCES", "TopicDefaults",
+__all__ = ["ADMIN_APIS", "ControllerApis", "ELECTIONS", "FORWARDABLE", "ResourceError", "TOPIC_CONFIG_SOURCES", "TopicDefaults",
            "apply_operation"]

@@ -46,11 +46,13 @@ from typing import Any
 
 from kafkalab.config.resolve import ConfigLayers, broker_value
 from kafkalab.controller.config_home import MetadataConfigs
-from kafkalab.controller.controller_apis import FORWARDABLE, ControllerApis, TopicDefaults
+from kafkalab.controller.controller_apis import ADMIN_APIS, FORWARDABLE, ControllerApis, TopicDefaults
+from kafkalab.controller.describe_quorum import QuorumNode, describe_quorum_response
 from kafkalab.controller.heartbeats import BrokerControlState, BrokerHeartbeatManager, HeartbeatError, ask_of
 from kafkalab.controller.local import LocalController
 from kafkalab.controller.metadata_server import MetadataLogServer
-from kafkalab.controller.raft.api import FETCH_MAX_BYTES
+from kafkalab.controller.quorum_controller import sole_voter_description
+from kafkalab.controller.raft.api import FETCH_MAX_BYTES, NotLeaderError, QuorumDescription
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata.image import BrokerRegistration
 from kafkalab.metadata.record_log import KRAFT_METADATA_TOPIC, MemoryRecordLog
@@ -84,11 +86,12 @@ class ControllerNode:
 
     def __init__(self, controller: LocalController, cluster_id: str, heartbeats: BrokerHeartbeatManager,
                  unclean_enabled: Callable[[str], bool] = lambda topic: False,
-                 properties: Mapping[str, str] | None = None) -> None:
+                 properties: Mapping[str, str] | None = None, *, node: QuorumNode | None = None) -> None:
         assert isinstance(controller.log, MemoryRecordLog), "serves the records of an in-memory log"
         self.controller = controller
         self.cluster_id = cluster_id
         self.heartbeats = heartbeats
+        self.node = node  # this controller's id and endpoint, as DescribeQuorum lists it
         self.unclean_enabled = unclean_enabled
         self.metadata = MetadataLogServer(controller.log)
         # Called with (request, response, image before) for each AlterPartition: a campaign's
@@ -104,7 +107,8 @@ class ControllerNode:
             ApiKey.ALTER_PARTITION: self.handle_alter_partition,
             ApiKey.ENVELOPE: self.handle_envelope,
             ApiKey.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids,
-            **{api_key: functools.partial(self._admin, api_key) for api_key in FORWARDABLE},
+            ApiKey.DESCRIBE_QUORUM: self.handle_describe_quorum,
+            **{api_key: functools.partial(self._admin, api_key) for api_key in ADMIN_APIS},
         }
 
     # --- the adapter's interface --------------------------------------------------------------
@@ -261,7 +265,7 @@ class ControllerNode:
                                         memoryview(bytes(body.request_data))[header.body_offset:])
         except (KafkaError, KeyError):
             return ENVELOPE_RESPONSE.cls(error_code=ErrorCode.INVALID_REQUEST)
-        response = self.apis.handle(header.api_key, inner)
+        response = self._handlers[header.api_key](inner, now_ms)
         parts = encode_response(header.api_key, header.api_version, header.correlation_id, response)
         data = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in parts)
         return ENVELOPE_RESPONSE.cls(response_data=data[4:], error_code=ErrorCode.NONE)
@@ -269,6 +273,18 @@ class ControllerNode:
     def _admin(self, api_key: int, body: Any, now_ms: int) -> Any:
         """A forwardable API sent by a broker for itself (AutoTopicCreationManager's CreateTopics)."""
         return self.apis.handle(api_key, body)
+
+    def handle_describe_quorum(self, body: Any, now_ms: int) -> Any:
+        """The metadata quorum as this controller knows it: a real quorum's own description, or
+        this controller as a quorum of one (its log is committed as it is written)."""
+        def describe() -> QuorumDescription:
+            described = getattr(self.controller, "describe_quorum", None)
+            if described is not None:
+                return described(now_ms)
+            if self.node is None:
+                raise NotLeaderError("this controller was given no node id to describe its quorum with")
+            return sole_voter_description(self.node.node_id, self.controller.image.offset + 1, now_ms)
+        return describe_quorum_response(body, describe, self.node)
 
     def handle_allocate_producer_ids(self, body: Any, now_ms: int) -> Any:
         """Kafka's ``ProducerIdControlManager.generateNextProducerId``: only a broker with a

@@ -64,6 +64,7 @@ from kafkalab.clock import ManualClock
 from kafkalab.broker.lifecycle import BrokerState, ControllerRequest
 from kafkalab.broker.metadata_follower import METADATA_FETCH_VERSION
 from kafkalab.controller.controller_node import ControllerNode
+from kafkalab.controller.describe_quorum import QuorumNode
 from kafkalab.controller.heartbeats import BROKER_SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from kafkalab.controller.leader_balance import LeaderBalancer, balancing_interval_ms
 from kafkalab.controller.local import LocalController
@@ -82,6 +83,7 @@ PRODUCE_VERSION = 7
 METADATA_VERSION = 12
 REQUEST_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms and the clients' request.timeout.ms
 CONTROLLER = "controller"  # the active controller's address on the network
+CONTROLLER_ID = 0  # its node id (brokers are 1 ... n)
 METADATA_REQUEST_TIMEOUT_MS = 2_000  # controller.quorum.request.timeout.ms: a metadata fetch's bound
 METADATA_WAIT_MS = 30_000  # how long create_topic and start-up wait for brokers to learn the metadata
 CONTROLLED_SHUTDOWN_WAIT_MS = 30_000  # how long stop() lets the controller move leaderships
@@ -119,7 +121,7 @@ class SimCluster:
         self.controller = LocalController([], random.Random(rng.getrandbits(64)), clock_ms=self.clock.milliseconds)
         self.controller_node = ControllerNode(
             self.controller, BrokerSettings(node_id=0).cluster_id, BrokerHeartbeatManager(BROKER_SESSION_TIMEOUT_MS),
-            self._unclean_enabled, self.properties)
+            self._unclean_enabled, self.properties, node=QuorumNode(CONTROLLER_ID, CONTROLLER, 0))
         self.controller_node.on_alter_partition = lambda request, response, before: self._notify(
             "alter-partition", request.broker_id, (request, response, before))
         self.nodes: dict[int, SimNode] = {}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from kafkalab.broker.lifecycle import BrokerState
 from kafkalab.client.launcher import unused_port
 from kafkalab.clock import SystemClock
 from kafkalab.controller.controller_node import ControllerNode
+from kafkalab.controller.describe_quorum import QuorumNode
 from kafkalab.controller.heartbeats import BrokerHeartbeatManager
 from kafkalab.controller.local import LocalController
 from kafkalab.server import KafkaServer
@@ -58,6 +60,7 @@ class Cluster:
 
     async def start(self) -> None:
         address = await self.controller_server.start()
+        self.node.node = QuorumNode(CONTROLLER_ID, *address)  # as DescribeQuorum lists it
         for i, port in self.ports.items():
             self.servers[i] = KafkaServer(
                 self.tmp_path / f"node-{i}", {"node.id": str(i), "min.insync.replicas": "2",
@@ -117,6 +120,14 @@ def _admin_set(bootstrap: str, topic: str, key: str, value: str) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     try:
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, {key: value})], incremental=True)
+    finally:
+        admin.close()
+
+
+def _describe_quorum(bootstrap: str) -> dict[str, Any]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        return admin.describe_metadata_quorum()  # type: ignore[no-any-return]
     finally:
         admin.close()
 
@@ -188,6 +199,10 @@ def test_rf3_acks_all_over_tcp(tmp_path: Path) -> None:
             await cluster.learned()
             error = await asyncio.to_thread(_produce_once, cluster.address(leader), "orders")
             assert isinstance(error, NotEnoughReplicasError)
+            # DescribeQuorum through a broker is forwarded to the controller, which answers it.
+            quorum = await asyncio.to_thread(_describe_quorum, cluster.address(follower))
+            (partition,) = quorum["topics"][0]["partitions"]
+            assert partition["leader_id"] == CONTROLLER_ID and partition["high_watermark"] > 0
         finally:
             await cluster.stop()
 

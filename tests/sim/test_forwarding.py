@@ -146,3 +146,15 @@ def test_find_coordinator_creates_the_offsets_topic_with_its_configs(cluster: Si
     assert cluster.controller.image.configs[(CONFIG_RESOURCE_TOPIC, "__consumer_offsets")]["cleanup.policy"] == "compact"
     answer = ask(cluster, 3, ApiKey.FIND_COORDINATOR, 4, R(key_type=0, coordinator_keys=("g",)))
     assert answer.coordinators[0].error_code == 0
+
+
+def test_describe_quorum_through_a_broker_is_answered_by_the_controller(cluster: SimCluster) -> None:
+    from kafkalab.protocol.messages.raft import DESCRIBE_QUORUM_REQUEST
+    R = DESCRIBE_QUORUM_REQUEST.cls
+    body = R(topics=(R.TopicData("__cluster_metadata", (R.TopicData.PartitionData(0),)),))
+    answer = ask(cluster, 2, ApiKey.DESCRIBE_QUORUM, 2, body)
+    (partition,) = answer.topics[0].partitions
+    end = cluster.controller.image.offset + 1
+    assert (answer.error_code, partition.leader_id, partition.high_watermark) == (0, 0, end)
+    assert [v.replica_id for v in partition.current_voters] == [0]
+    assert [n.node_id for n in answer.nodes] == [0]
