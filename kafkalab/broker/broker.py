@@ -51,7 +51,7 @@ from kafkalab.broker.coordinator_partitions import CoordinatorPartitions, intern
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
 from kafkalab.broker.handlers import admin, configs, fetch, leader_epochs, list_offsets, metadata, produce, producer_id
-from kafkalab.broker.handlers import describe_cluster, elect_leaders, reassignments
+from kafkalab.broker.handlers import describe_cluster
 from kafkalab.broker.handlers import describe_quorum
 from kafkalab.broker.handlers.consumer_groups import CONSUMER_GROUP_HANDLERS
 from kafkalab.broker.handlers.groups import GROUP_HANDLERS
@@ -71,6 +71,9 @@ from kafkalab.broker.alter_partition import AlterPartitionManager
 from kafkalab.broker.lifecycle import BrokerIdentity, BrokerLifecycleManager, ControllerRequest
 from kafkalab.broker.local_metadata import open_local_controller
 from kafkalab.broker.metadata_follower import MetadataFollower
+from kafkalab.broker.forwarding import AutoTopicCreation, ForwardingManager
+from kafkalab.controller.config_home import StoreConfigs, store_entities
+from kafkalab.controller.controller_apis import FORWARDABLE, ControllerApis, TopicDefaults
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import BrokerRegistration, MetadataImage
 from kafkalab.errors import KafkaError, LogDirFailureError
@@ -111,8 +114,8 @@ class Broker:
 
     def __init__(
         self, settings: BrokerSettings, log_store: LogStore, config_store: DynamicConfigStore,
-        rng: random.Random, timer: Timer, clock_ms: Callable[[], int] | None = None,
-        controller: LocalController | None = None,
+        rng: random.Random, timer: Timer, clock_ms: Callable[[], int] | None = None, *,
+        in_cluster: bool = False,
     ) -> None:
         self.settings = settings
         self.log_store = log_store
@@ -125,7 +128,7 @@ class Broker:
         registration = BrokerRegistration(settings.node_id, BROKER_EPOCH, settings.host, settings.port, settings.rack)
         self.group_partitions: CoordinatorPartitions | None = None  # set once the coordinator exists
         self.txn_partitions: CoordinatorPartitions | None = None  # likewise, for __transaction_state
-        self.lone = controller is None
+        self.lone = not in_cluster
         self._clock_ms = clock_ms
         self.replica_manager = ReplicaManager(
             settings.node_id, log_store, replication_settings(config_store, settings.node_id), BROKER_EPOCH,
@@ -134,18 +137,34 @@ class Broker:
         self.lifecycle: BrokerLifecycleManager | None = None  # registration and heartbeats, in a cluster
         self.metadata_follower: MetadataFollower | None = None  # fetches __cluster_metadata, in a cluster
         self.alter_partitions: AlterPartitionManager | None = None  # ISR proposals, in a cluster
-        if controller is None:  # a lone broker is its own cluster, and adopts its directories
-            self.controller = open_local_controller(
+        # A lone broker decides admin requests in process, with the controller's own code; a
+        # cluster's forwards them to the active controller and asks it for producer ids.
+        self.controller: LocalController | None = None
+        self.controller_apis: ControllerApis | None = None
+        self.forwarding: ForwardingManager | None = None
+        self.auto_topics: AutoTopicCreation | None = None
+        self.producer_ids: producer_id.ProducerIdAllocator | producer_id.ProducerIdManager
+        if not in_cluster:  # a lone broker is its own cluster, and adopts its directories
+            controller = self.controller = open_local_controller(
                 log_store, registration, rng, clock_ms or (lambda: 0), _broker_int(
                     config_store, str(settings.node_id), "metadata.log.max.record.bytes.between.snapshots"))
-            self.topics = TopicRegistry(self.controller, self.replica_manager, lambda: self.image)
+            configs = StoreConfigs(config_store)
+            self.controller_apis = ControllerApis(
+                controller, configs, TopicDefaults(settings.num_partitions, settings.default_replication_factor),
+                str(settings.node_id))
+            self.topics = TopicRegistry.lone(controller, configs, self.replica_manager, lambda: self.image)
             self.topics.restore(log_store)
-            self._unsubscribe = self.controller.subscribe(self._apply_image)
-            self.controller.publish()
+            self._unsubscribe = controller.subscribe(self._apply_image)
+            controller.publish()
+            self.producer_ids = producer_id.ProducerIdAllocator(lambda: controller.allocate_producer_ids(
+                settings.node_id, self.replica_manager.broker_epoch))
         else:  # one broker of a cluster: it registers and learns the metadata over the network
-            self.controller = controller  # where admin requests go (Kafka forwards them to it)
-            self.topics = TopicRegistry(self.controller, self.replica_manager, lambda: self.image)
+            auto_topics = self.auto_topics = AutoTopicCreation()
+            self.topics = TopicRegistry.in_cluster(auto_topics, self.replica_manager, lambda: self.image)
             self._unsubscribe = lambda: None
+            self.forwarding = ForwardingManager(self.respond, timer.now_ms)
+            self.producer_ids = producer_id.ProducerIdManager(settings.node_id,
+                                                              lambda: self.replica_manager.broker_epoch)
             incarnation_id = uuid.UUID(int=rng.getrandbits(128), version=4)  # new each process start
             self.lifecycle = BrokerLifecycleManager(BrokerIdentity(
                 settings.node_id, settings.cluster_id, incarnation_id, settings.host, settings.port, settings.rack))
@@ -157,7 +176,6 @@ class Broker:
         selector_class = broker_value(config_store.layers(), str(settings.node_id), "replica.selector.class")
         self.replica_selector = selector_named(None if selector_class is None else str(selector_class))
         self.housekeeping: Housekeeping | None = None  # the periodic tasks, when started
-        self.producer_ids: producer_id.ProducerIdAllocator | None = None  # made on first use
         self.client_hosts: dict[int, str] = {}  # by connection, filled in by the network adapter
         group_settings = _group_settings(config_store, str(settings.node_id))
         node = str(settings.node_id)
@@ -215,7 +233,8 @@ class Broker:
         except KafkaError as error:
             self._close(connection_id, f"malformed API key {header.api_key} v{header.api_version}: {error}")
             return
-        self._dispatch(handler, Request(connection_id, header, body, now_ms))
+        kept = bytes(frame) if header.api_key in FORWARDABLE else b""  # the envelope carries it unopened
+        self._dispatch(handler, Request(connection_id, header, body, now_ms, kept))
 
     def _dispatch(self, handler: Handler, request: Request) -> None:
         try:
@@ -331,38 +350,44 @@ class Broker:
 
     # --- a cluster's broker and its controller (sans-I/O: the adapter carries the requests) ----
 
+    def _to_controller(self) -> dict[int, Any]:
+        """Who sends what to the active controller, by API key: registration and heartbeats,
+        ISR proposals, forwarded admin requests, auto-created topics, producer id blocks."""
+        assert self.lifecycle is not None and self.alter_partitions is not None and self.forwarding is not None
+        assert self.auto_topics is not None
+        return {ApiKey.BROKER_REGISTRATION: self.lifecycle, ApiKey.ALTER_PARTITION: self.alter_partitions,
+                ApiKey.ENVELOPE: self.forwarding, ApiKey.CREATE_TOPICS: self.auto_topics,
+                ApiKey.ALLOCATE_PRODUCER_IDS: self.producer_ids}
+
     def controller_requests(self, now_ms: int) -> list[ControllerRequest]:
-        """Registration, heartbeat and AlterPartition requests due now, for the active controller."""
-        if self.lifecycle is None or self.alter_partitions is None:
+        """The requests due now for the active controller (see :meth:`_to_controller`)."""
+        if self.lifecycle is None:
             return []
-        registration_or_heartbeat = self.lifecycle.poll(now_ms)
-        alter_partition = self.alter_partitions.poll(now_ms)
-        if registration_or_heartbeat is None:
-            return [] if alter_partition is None else [alter_partition]
-        return [registration_or_heartbeat] if alter_partition is None else [registration_or_heartbeat, alter_partition]
+        requests: list[ControllerRequest] = []
+        for sender in self._to_controller().values():
+            requests += _as_list(sender.poll(now_ms))
+        return requests
 
     def controller_deadline_ms(self) -> int | None:
         """When :meth:`controller_requests` next has something to send, or None."""
-        if self.lifecycle is None or self.alter_partitions is None:
+        if self.lifecycle is None:
             return None
-        times = [t for t in (self.lifecycle.next_deadline_ms(), self.alter_partitions.next_deadline_ms()) if t is not None]
+        times = [t for t in (sender.next_deadline_ms() for sender in self._to_controller().values()) if t is not None]
         return min(times, default=None)
 
     def on_controller_response(self, request: ControllerRequest, body: Any, now_ms: int) -> None:
-        assert self.lifecycle is not None and self.alter_partitions is not None, "a cluster's broker"
-        if request.api_key == ApiKey.ALTER_PARTITION:
-            self.alter_partitions.on_response(request.request_id, body, now_ms)
+        assert self.lifecycle is not None, "a cluster's broker"
+        if request.api_key not in (ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT):
+            self._to_controller()[request.api_key].on_response(request.request_id, body, now_ms)
             return
         self.lifecycle.on_response(request.request_id, request.api_key, body, now_ms)
         self._use_broker_epoch(self.lifecycle.broker_epoch)
         self._publish_metadata(now_ms)
 
     def on_controller_failure(self, request: ControllerRequest, now_ms: int) -> None:
-        assert self.lifecycle is not None and self.alter_partitions is not None, "a cluster's broker"
-        if request.api_key == ApiKey.ALTER_PARTITION:
-            self.alter_partitions.on_failure(request.request_id, now_ms)
-        else:
-            self.lifecycle.on_failure(request.request_id, now_ms)
+        assert self.lifecycle is not None, "a cluster's broker"
+        api_key = ApiKey.BROKER_REGISTRATION if request.api_key == ApiKey.BROKER_HEARTBEAT else request.api_key
+        self._to_controller()[api_key].on_failure(request.request_id, now_ms)
 
     def _use_broker_epoch(self, epoch: int) -> None:
         """The epoch of this broker's registration goes with its ISR proposals (KIP-903)."""
@@ -391,7 +416,12 @@ class Broker:
             self._apply_image(image)
 
     def _apply_image(self, image: MetadataImage) -> None:
-        """Follow the controller: lead, follow or drop partitions as the new image says."""
+        """Follow the controller: lead, follow or drop partitions as the new image says. A
+        cluster's broker first takes the topic and broker configs the image holds (replayed
+        ConfigRecords) as its dynamic configs, so new logs open with them."""
+        if not self.lone and image.configs is not self.image.configs:
+            for entity_type in ("topics", "brokers"):
+                self.config_store.mirror(entity_type, store_entities(image, entity_type))
         self.image = image
         applied = self.replica_manager.apply_image(image, self.timer.now_ms())
         for partitions in (self.group_partitions, self.txn_partitions):
@@ -480,26 +510,32 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
     ApiKey.METADATA: metadata.handle_metadata,
     ApiKey.API_VERSIONS: metadata.handle_api_versions,
-    ApiKey.CREATE_TOPICS: admin.handle_create_topics,
-    ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
+    ApiKey.CREATE_TOPICS: admin.handle_forwardable,
+    ApiKey.DELETE_TOPICS: admin.handle_forwardable,
     ApiKey.DELETE_RECORDS: admin.handle_delete_records,
     ApiKey.INIT_PRODUCER_ID: producer_id.handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle_offset_for_leader_epoch,
     ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
-    ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
-    ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
-    ApiKey.ELECT_LEADERS: elect_leaders.handle_elect_leaders,
+    ApiKey.ALTER_CONFIGS: admin.handle_forwardable,
+    ApiKey.CREATE_PARTITIONS: admin.handle_forwardable,
+    ApiKey.ELECT_LEADERS: admin.handle_forwardable,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle_describe_cluster,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.handle_describe_quorum,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: admin.handle_forwardable,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: admin.handle_forwardable,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: admin.handle_forwardable,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
     **GROUP_HANDLERS,
     **OFFSET_HANDLERS,
     **TXN_HANDLERS,
     **CONSUMER_GROUP_HANDLERS,
 }
+
+
+def _as_list(request: ControllerRequest | list[ControllerRequest] | None) -> list[ControllerRequest]:
+    if request is None:
+        return []
+    return request if isinstance(request, list) else [request]
 
 
 def _broker_int(config_store: DynamicConfigStore, broker_id: str, key: str) -> int:

@@ -156,12 +156,10 @@ class BrokerCoordinatorLog:
         """Create the topic if it does not exist yet."""
         if self.broker.topics.get(self.topic) is not None:
             return
-        # Stored as the topic's own configs, as Kafka's internal topic creation does, so
+        # Created with its own topic configs, as Kafka's internal topic creation does, so
         # `kafkalab configs --describe` and the log cleaner both see cleanup.policy=compact.
-        config_store = self.broker.config_store
-        config_store.alter("topics", self.topic,
-                           add={"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
-        self.broker.topics.create(self.topic, self.partition_count, self.replication_factor)
+        self.broker.topics.create(self.topic, self.partition_count, self.replication_factor,
+                                  {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
 
 
 def coordinator_batch(records: Sequence[KeyValue], base_offset: int, now_ms: int,

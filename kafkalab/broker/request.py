@@ -39,6 +39,7 @@ class Request:
     header: RequestHeader
     body: Any
     now_ms: int
+    frame: bytes = b""  # the request's bytes without the size prefix, kept only to forward it
 
 
 Result = TypeVar("Result")

@@ -42,7 +42,6 @@ from kafkalab.broker.storage_adapter import StorageLogStore
 from kafkalab.clock import Clock
 from kafkalab.config import BROKER_KEYS, DynamicConfigStore
 from kafkalab.config.resolve import broker_value, validate_broker_configs
-from kafkalab.controller.local import LocalController
 from kafkalab.timer import Scheduler, Timer
 
 
@@ -59,16 +58,17 @@ def static_properties(
 
 def open_broker(
     data_dir: Path, properties: Mapping[str, str], settings: BrokerSettings, clock: Clock,
-    rng: random.Random, controller: LocalController | None = None,
+    rng: random.Random, *, in_cluster: bool = False,
 ) -> Broker:
-    """A broker over ``data_dir`` with its periodic tasks scheduled on its timer; a member of
-    ``controller``'s cluster if one is given, else a cluster of its own."""
+    """A broker over ``data_dir`` with its periodic tasks scheduled on its timer: a member of
+    a cluster whose active controller it reaches over the network if ``in_cluster``, else a
+    cluster of its own."""
     config_store = DynamicConfigStore(data_dir, broker_id=str(settings.node_id))
     config_store.static, _ = static_properties(config_store.static, properties)
     timer = Timer(clock)
     scheduler = Scheduler(timer)
     log_store = StorageLogStore(data_dir, clock, config_store, rng, scheduler=scheduler)
-    broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds, controller)
+    broker = Broker(settings, log_store, config_store, rng, timer, clock.milliseconds, in_cluster=in_cluster)
     intervals = HousekeepingIntervals.from_layers(config_store.layers(), str(settings.node_id))
     expiration_ms = dynamic_broker_int(config_store.layers, str(settings.node_id), "producer.id.expiration.ms")
     broker.housekeeping = Housekeeping(scheduler, log_store, intervals, clock.milliseconds, expiration_ms,

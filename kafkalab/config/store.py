@@ -182,6 +182,19 @@ class DynamicConfigStore:
         self._save()
         self._notify(before)
 
+    def mirror(self, entity_type: str, entities: Mapping[str, Mapping[str, str]]) -> None:
+        """Make one entity type's dynamic configs exactly ``entities`` -- a cluster broker
+        copying what the controller's ConfigRecords say -- then persist and notify watchers.
+        Values are not validated again: the controller accepted them."""
+        _check_type(entity_type)
+        wanted = {name: dict(configs) for name, configs in entities.items() if configs}
+        if wanted == self._entities[entity_type]:
+            return
+        before = self._topic_snapshot()
+        self._entities[entity_type] = wanted
+        self._save()
+        self._notify(before)
+
     def _save(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         document = {"version": STORE_VERSION, **{t: self._entities[t] for t in ENTITY_TYPES}}

@@ -2,15 +2,25 @@
 
 Theory of operation
 -------------------
-Brokers talk to the active controller with four requests, each a real Kafka frame
-(:mod:`kafkalab.protocol.messages.broker_lifecycle`, Fetch):
+Brokers talk to the active controller with these requests, each a real Kafka frame
+(:mod:`kafkalab.protocol.messages.broker_lifecycle`, :mod:`kafkalab.protocol.messages.forwarding`,
+Fetch):
 
 ==============================  ==================================================================
 BrokerRegistration (62)         a new session, fenced; the answer carries the broker epoch
 BrokerHeartbeat (63)            keeps the session; unfences, starts or completes a controlled shutdown
 AlterPartition (56)             a leader's ISR proposal, checked and written as PartitionChangeRecord
 Fetch (1) ``__cluster_metadata``  the metadata log, read by brokers as KRaft observers
+Envelope (58)                   a client's admin request forwarded by a broker (KIP-590): unwrapped,
+                                decided by :class:`~kafkalab.controller.controller_apis.ControllerApis`,
+                                and its response wrapped back
+CreateTopics (19) and the other  sent by a broker for itself (auto-created and internal topics)
+forwardable APIs
+AllocateProducerIds (67)        the next block of producer ids for a broker (KIP-730)
 ==============================  ==================================================================
+
+An Envelope whose inner frame does not parse, or names an API that may not be forwarded, is
+answered with the envelope's own error INVALID_REQUEST, as Kafka's ``EnvelopeUtils`` does.
 
 :class:`ControllerNode` is sans-I/O like the broker: :meth:`ControllerNode.handle` takes one
 frame and the time, answers go to an outbox drained by :meth:`ControllerNode.take_responses`,
@@ -28,11 +38,15 @@ writes BrokerRegistrationChangeRecord (fenced -1) at 8 and answers ``is_fenced f
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalab.config.resolve import ConfigLayers, broker_value
+from kafkalab.controller.config_home import MetadataConfigs
+from kafkalab.controller.controller_apis import FORWARDABLE, ControllerApis, TopicDefaults
 from kafkalab.controller.heartbeats import BrokerControlState, BrokerHeartbeatManager, HeartbeatError, ask_of
 from kafkalab.controller.local import LocalController
 from kafkalab.controller.metadata_server import MetadataLogServer
@@ -44,6 +58,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_request_body, decode_request_header, encode_response
 from kafkalab.protocol.messages.broker_lifecycle import CONTROLLER_SCHEMAS
 from kafkalab.protocol.messages.fetch import FETCH_RESPONSE
+from kafkalab.protocol.messages.forwarding import ALLOCATE_PRODUCER_IDS_RESPONSE, ENVELOPE_RESPONSE
 
 PARKED_FETCHES_MAX = 10_000  # one per broker connection; a bound against a runaway peer
 _REGISTRATION, _HEARTBEAT = CONTROLLER_SCHEMAS[ApiKey.BROKER_REGISTRATION][1].cls, CONTROLLER_SCHEMAS[ApiKey.BROKER_HEARTBEAT][1].cls
@@ -64,7 +79,8 @@ class ControllerNode:
     """The request side of the active controller. Not thread-safe; driven by one adapter."""
 
     def __init__(self, controller: LocalController, cluster_id: str, heartbeats: BrokerHeartbeatManager,
-                 unclean_enabled: Callable[[str], bool] = lambda topic: False) -> None:
+                 unclean_enabled: Callable[[str], bool] = lambda topic: False,
+                 properties: Mapping[str, str] | None = None) -> None:
         assert isinstance(controller.log, MemoryRecordLog | StorageRecordLog), "serves a log it can read back"
         self.controller = controller
         self.cluster_id = cluster_id
@@ -76,10 +92,15 @@ class ControllerNode:
         self.on_alter_partition: Callable[[Any, Any, Any], None] | None = None
         self._parked: list[_ParkedFetch] = []
         self._outbox: list[tuple[int, bytes]] = []
+        # The admin requests: configs as ConfigRecords, over the controller's server.properties.
+        self.apis = ControllerApis(controller, MetadataConfigs(controller, properties), topic_defaults(properties))
         self._handlers: dict[int, Callable[[Any, int], Any]] = {
             ApiKey.BROKER_REGISTRATION: self.handle_broker_registration,
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition,
+            ApiKey.ENVELOPE: self.handle_envelope,
+            ApiKey.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids,
+            **{api_key: functools.partial(self._admin, api_key) for api_key in FORWARDABLE},
         }
 
     # --- the adapter's interface --------------------------------------------------------------
@@ -218,6 +239,40 @@ class ControllerNode:
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
         return next((t.name for t in self.controller.image.topics.values() if t.topic_id == topic_id), None)
 
+    # --- Envelope, the admin APIs, AllocateProducerIds ----------------------------------------
+
+    def handle_envelope(self, body: Any, now_ms: int) -> Any:
+        """Kafka's ``EnvelopeUtils.handleEnvelopeRequest``: decode the client's frame, decide
+        it, and wrap the response (the client's correlation id in its header)."""
+        try:
+            header = decode_request_header(bytes(body.request_data))
+            if header.api_key not in FORWARDABLE:
+                raise KafkaError(f"API {header.api_key} is not eligible for forwarding",
+                                 error_code=ErrorCode.INVALID_REQUEST)
+            inner = decode_request_body(header.api_key, header.api_version,
+                                        memoryview(bytes(body.request_data))[header.body_offset:])
+        except (KafkaError, KeyError):
+            return ENVELOPE_RESPONSE.cls(error_code=ErrorCode.INVALID_REQUEST)
+        response = self.apis.handle(header.api_key, inner)
+        parts = encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        data = b"".join(p if isinstance(p, bytes) else p.read_bytes() for p in parts)
+        return ENVELOPE_RESPONSE.cls(response_data=data[4:], error_code=ErrorCode.NONE)
+
+    def _admin(self, api_key: int, body: Any, now_ms: int) -> Any:
+        """A forwardable API sent by a broker for itself (AutoTopicCreationManager's CreateTopics)."""
+        return self.apis.handle(api_key, body)
+
+    def handle_allocate_producer_ids(self, body: Any, now_ms: int) -> Any:
+        """Kafka's ``ProducerIdControlManager.generateNextProducerId``: only a broker with a
+        current session gets a block (a stale epoch is refused), written as ProducerIdsRecord."""
+        try:
+            self.heartbeats.session(body.broker_id, body.broker_epoch)
+        except HeartbeatError as error:
+            return ALLOCATE_PRODUCER_IDS_RESPONSE.cls(error_code=error.error_code)
+        block = self.controller.allocate_producer_ids(body.broker_id, body.broker_epoch)
+        return ALLOCATE_PRODUCER_IDS_RESPONSE.cls(error_code=ErrorCode.NONE, producer_id_start=block.start,
+                                                  producer_id_len=len(block))
+
     # --- metadata fetches ---------------------------------------------------------------------
 
     def _fetch(self, connection_id: int, correlation_id: int, version: int, body: Any, now_ms: int) -> None:
@@ -262,4 +317,13 @@ class ControllerNode:
         self._outbox.append((connection_id, data[4:]))
 
 
-__all__ = ["ControllerNode", "PARKED_FETCHES_MAX"]
+def topic_defaults(properties: Mapping[str, str] | None) -> TopicDefaults:
+    """``num.partitions`` and ``default.replication.factor`` from the controller's properties."""
+    layers = ConfigLayers(static=dict(properties or {}))
+    partitions = broker_value(layers, None, "num.partitions")
+    factor = broker_value(layers, None, "default.replication.factor")
+    assert isinstance(partitions, int) and isinstance(factor, int)  # definitions.py gives defaults
+    return TopicDefaults(partitions, factor)
+
+
+__all__ = ["ControllerNode", "PARKED_FETCHES_MAX", "topic_defaults"]

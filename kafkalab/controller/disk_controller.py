@@ -79,10 +79,11 @@ class DiskController:
         self.log.close()
 
 
-def open_controller_node(metadata_log_dir: Path, cluster_id: str, settings: ControllerSettings,
+def open_controller_node(metadata_log_dir: Path, cluster_id: str, properties: Mapping[str, str],
                          clock: Clock, rng: random.Random) -> DiskController:
-    """The active controller of a one-voter quorum over ``metadata_log_dir``, activated as of
-    ``clock``'s now."""
+    """The active controller of a one-voter quorum over ``metadata_log_dir``, configured by its
+    server.properties, activated as of ``clock``'s now."""
+    settings = ControllerSettings.from_properties(properties)
     directory = Path(metadata_log_dir) / f"{KRAFT_METADATA_TOPIC}-0"
     directory.mkdir(parents=True, exist_ok=True)
     log = Log.open(directory, LogConfig(), clock, rng=random.Random(0))
@@ -90,7 +91,8 @@ def open_controller_node(metadata_log_dir: Path, cluster_id: str, settings: Cont
     policy = SnapshotPolicy(directory, settings.snapshot_bytes)
     controller = LocalController([], rng, StorageRecordLog(log), image, clock.milliseconds, policy)
     node = ControllerNode(controller, cluster_id, BrokerHeartbeatManager(settings.session_timeout_ms),
-                          lambda topic: unclean_enabled(controller.image, topic, settings.unclean_leader_election))
+                          lambda topic: unclean_enabled(controller.image, topic, settings.unclean_leader_election),
+                          properties)
     node.activate(clock.milliseconds())
     return DiskController(node, log)
 

@@ -255,21 +255,60 @@ class LocalController:
         partitions = {p: PartitionRegistration((broker_id,), (broker_id,), broker_id) for p in range(partition_count)}
         self._commit(builders.new_topic(TopicImage(name, topic_id, partitions)), publish=False)
 
-    def create_topic(self, name: str, partition_count: int, replication_factor: int) -> TopicImage:
+    def create_topic(self, name: str, partition_count: int, replication_factor: int, *,
+                     assignment: Sequence[Sequence[int]] | None = None,
+                     configs: Mapping[str, str] | None = None, validate_only: bool = False) -> TopicImage:
+        """Kafka's ``ReplicationControlManager.createTopic``: placed by the controller, or by
+        the caller's ``assignment`` (the replicas of partitions 0, 1, ...); ``configs`` are
+        written as ConfigRecords in the same batch as the TopicRecord and PartitionRecords.
+        ``validate_only`` checks everything and writes nothing."""
         validate_topic_name(name)
         if name in self.image.topics:
             raise TopicError(f"Topic '{name}' already exists.", error_code=ErrorCode.TOPIC_ALREADY_EXISTS)
-        check_partition_count(partition_count)
+        check_partition_count(partition_count if assignment is None else len(assignment))
         topic_id = self.new_topic_id()
-        self._commit(builders.new_topic(
-            TopicImage(name, topic_id, self._place(range(partition_count), replication_factor))))
+        if assignment is None:
+            partitions = self._place(range(partition_count), replication_factor)
+        else:
+            partitions = self._assigned(0, assignment, None)
+        topic = TopicImage(name, topic_id, partitions)
+        if validate_only:
+            return topic
+        self._commit(builders.new_topic(topic) + builders.config_changes(r.CONFIG_RESOURCE_TOPIC, name, configs or {}))
         return self.image.topics[name]
+
+    def _assigned(self, first: int, assignment: Sequence[Sequence[int]],
+                  replication_factor: int | None) -> dict[int, PartitionRegistration]:
+        """Registrations for a manual assignment, checked as Kafka's
+        ``validateManualPartitionAssignment``: registered brokers, none twice, one replication
+        factor; the ISR is the replicas that are unfenced."""
+        brokers = self.image.brokers
+        placed = {}
+        for offset, replicas in enumerate(assignment):
+            validate_target(replicas, brokers)
+            if replication_factor is not None and len(replicas) != replication_factor:
+                raise TopicError(
+                    f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but "
+                    f"this is not consistent with previous partitions, which have {replication_factor} replica(s).",
+                    error_code=ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+            replication_factor = len(replicas)
+            isr = tuple(b for b in replicas if not brokers[b].fenced and not brokers[b].in_controlled_shutdown)
+            if not isr:
+                raise TopicError(
+                    f"All brokers specified in the manual partition assignment for partition {first + offset} "
+                    f"are fenced or in controlled shutdown.", error_code=ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+            placed[first + offset] = PartitionRegistration(tuple(replicas), isr, isr[0])
+        return placed
 
     def new_topic_id(self) -> uuid.UUID:
         """A random (version 4) topic id from the injected generator."""
         return uuid.UUID(int=self._rng.getrandbits(128), version=4)
 
-    def create_partitions(self, name: str, partition_count: int) -> TopicImage:
+    def create_partitions(self, name: str, partition_count: int,
+                          assignment: Sequence[Sequence[int]] | None = None, *,
+                          validate_only: bool = False) -> TopicImage:
+        """Kafka's ``createPartitions``: grow ``name`` to ``partition_count`` partitions, placed
+        by the controller or by ``assignment`` (the replicas of each new partition)."""
         topic = self._topic(name)
         current = len(topic.partitions)
         if partition_count <= current:
@@ -278,9 +317,24 @@ class LocalController:
                 f"requested {partition_count}.", error_code=ErrorCode.INVALID_PARTITIONS)
         check_partition_count(partition_count)
         replication_factor = len(topic.partitions[0].replicas)
-        added = self._place(range(current, partition_count), replication_factor)
-        self._commit([builders.partition_record(topic.topic_id, index, p) for index, p in added.items()])
+        if assignment is None:
+            added = self._place(range(current, partition_count), replication_factor)
+        elif len(assignment) != partition_count - current:
+            raise TopicError(f"Attempted to add {partition_count - current} additional partition(s), but only "
+                             f"{len(assignment)} assignment(s) were specified.",
+                             error_code=ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        else:
+            added = self._assigned(current, assignment, replication_factor)
+        if not validate_only:
+            self._commit([builders.partition_record(topic.topic_id, index, p) for index, p in added.items()])
         return self.image.topics[name]
+
+    def alter_configs(self, resource_type: int, resource_name: str, add: Mapping[str, str],
+                      delete: Sequence[str] = ()) -> None:
+        """Kafka's ``ConfigurationControlManager``: one ConfigRecord per key set, and one with a
+        null value per key removed, as one batch (already validated by the caller)."""
+        changes: dict[str, str | None] = {**{key: None for key in delete}, **add}
+        self._commit(builders.config_changes(resource_type, resource_name, changes))
 
     def delete_topic(self, name: str) -> None:
         topic = self._topic(name)

@@ -9,6 +9,7 @@ exactly the decided state:
 
 * a new topic: one TopicRecord, then one PartitionRecord per partition
   (``ReplicationControlManager.createTopic``);
+* a topic's or a broker's configs: one ConfigRecord per key set or removed (a null value);
 * a changed partition: one PartitionChangeRecord holding only the fields that moved -- the ISR
   when it changed, the leader when the leader epoch must grow (else -2, which keeps it: a leader
   field, even the same leader, bumps the epoch on replay), the leader recovery state when it
@@ -24,7 +25,7 @@ bumps the leader epoch (a leader is present) and the partition epoch.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafkalab.metadata import records as r
@@ -46,6 +47,13 @@ def new_topic(topic: TopicImage) -> list[Any]:
     records: list[Any] = [r.TOPIC_RECORD.cls(name=topic.name, topic_id=topic.topic_id)]
     records += [partition_record(topic.topic_id, index, p) for index, p in sorted(topic.partitions.items())]
     return records
+
+
+def config_changes(resource_type: int, resource_name: str, changes: Mapping[str, str | None]) -> list[Any]:
+    """One ConfigRecord per key, in key order; a None value removes the key
+    (``ConfigurationControlManager.incrementalAlterConfig``)."""
+    return [r.CONFIG_RECORD.cls(resource_type=resource_type, resource_name=resource_name, name=key, value=value)
+            for key, value in sorted(changes.items())]
 
 
 def partition_change(topic_id: uuid.UUID, index: int, old: PartitionRegistration,
@@ -76,4 +84,4 @@ def partition_changes(image: MetadataImage, changes: Sequence[Change]) -> list[A
     return records
 
 
-__all__ = ["Change", "new_topic", "partition_change", "partition_changes", "partition_record", "register_broker"]
+__all__ = ["Change", "config_changes", "new_topic", "partition_change", "partition_changes", "partition_record", "register_broker"]

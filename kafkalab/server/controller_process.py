@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafkalab.clock import Clock, SystemClock
-from kafkalab.controller.disk_controller import ControllerSettings, DiskController, open_controller_node
+from kafkalab.controller.disk_controller import DiskController, open_controller_node
 from kafkalab.server.controller_server import ControllerServer
 from kafkalab.server.server import is_loopback
 from kafkalab.errors import ConfigError
@@ -49,7 +49,7 @@ class ControllerProcess:
                               "is allowed explicitly (--allow-remote)")
         self.metadata_log_dir = Path(metadata_log_dir)
         self.cluster_id = cluster_id
-        self.settings = ControllerSettings.from_properties(properties)
+        self.properties = dict(properties)
         self.host, self.port = host, port
         self.clock = clock or SystemClock()
         self._rng = random.Random(seed)
@@ -61,7 +61,7 @@ class ControllerProcess:
 
     async def start(self) -> tuple[str, int]:
         """Replay the metadata log, then listen; returns the bound (host, port)."""
-        self.controller = open_controller_node(self.metadata_log_dir, self.cluster_id, self.settings,
+        self.controller = open_controller_node(self.metadata_log_dir, self.cluster_id, self.properties,
                                                self.clock, self._rng)
         self._server = ControllerServer(self.controller.node, self.clock, self.host, self.port)
         try:

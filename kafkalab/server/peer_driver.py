@@ -13,9 +13,12 @@ to a :class:`~kafkalab.server.peer_channel.PeerChannel`, which carries them over
 * the transaction coordinator's queued WriteTxnMarkers go to the partitions' leaders;
 * a partition leader's KIP-890 verification questions go to the transaction coordinators;
 * in a cluster with a controller on the network, the broker's BrokerRegistration,
-  BrokerHeartbeat and AlterPartition requests and its Fetch of ``__cluster_metadata`` go to the
-  controller, over a channel of their own (Kafka's ``NodeToControllerChannelManager`` and
-  metadata fetcher use their own network clients too).
+  BrokerHeartbeat, AlterPartition, forwarded admin requests (Envelope), auto-created topics
+  (CreateTopics) and AllocateProducerIds go to the controller over a channel of their own, and
+  its Fetch of ``__cluster_metadata`` over another (Kafka's ``NodeToControllerChannelManager``
+  and metadata fetcher use their own network clients too). A connection answers its requests
+  in order, so a metadata fetch the controller parks for up to 500 ms would otherwise hold
+  back the answer to every request sent after it.
 
 Every answer goes back into the broker, whose outbox may then hold responses for clients (an
 acks=all Produce completed by the follower's fetch moving the HW), so the driver calls the
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +65,7 @@ class PeerDriver:
         self.channel = channel
         self.on_change = on_change
         self.controller = controller  # (the active controller's id, the channel to it)
+        self.metadata_channel: PeerChannel | None = None  # opened beside it on first use
         self._fetching_from: set[int] = set()  # leaders with a Fetch in flight
         self._backoff_until_s: dict[int, float] = {}  # leader -> when a failed fetcher may fetch again
         self.fetch_failures: list[NetworkError] = []  # the latest few, for logs and tests
@@ -82,8 +87,26 @@ class PeerDriver:
         follower = self.broker.metadata_follower
         body = None if follower is None else follower.next_fetch()
         if follower is not None and body is not None:
-            channel.send(controller_id, ApiKey.FETCH, METADATA_FETCH_VERSION, body, self._metadata_fetched,
-                         lambda error: follower.on_failure(), timeout_ms=METADATA_REQUEST_TIMEOUT_MS)
+            self._metadata_channel(controller_id, channel).send(
+                controller_id, ApiKey.FETCH, METADATA_FETCH_VERSION, body, self._metadata_fetched,
+                lambda error: follower.on_failure(), timeout_ms=METADATA_REQUEST_TIMEOUT_MS)
+
+    def _metadata_channel(self, controller_id: int, channel: PeerChannel) -> PeerChannel:
+        """The channel for metadata fetches, to the address the controller channel uses (known
+        once that channel has sent its first request, the registration); the controller
+        channel itself until then."""
+        if self.metadata_channel is None:
+            connection = channel.connection(controller_id)
+            if connection is None:
+                return channel
+            self.metadata_channel = PeerChannel(channel.node_id, {controller_id: connection.address},
+                                                random.Random(channel.node_id))
+        return self.metadata_channel
+
+    async def close(self) -> None:
+        """Close the channels the driver opened itself."""
+        if self.metadata_channel is not None:
+            await self.metadata_channel.close()
 
     def _controller_answered(self, request: ControllerRequest, body: Any) -> None:
         self.broker.on_controller_response(request, body, self.broker.timer.now_ms())

@@ -52,7 +52,6 @@ from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker, static_properties
 from kafkalab.clock import Clock, SystemClock
 from kafkalab.config.resolve import broker_value
-from kafkalab.controller.local import LocalController
 from kafkalab.errors import ConfigError, KafkaError
 from kafkalab.protocol.framing import FRAME_BYTES_MAX
 from kafkalab.server.connection import Connection
@@ -86,7 +85,7 @@ class KafkaServer:
         self, data_dir: Path, properties: Mapping[str, str], *, host: str = "127.0.0.1",
         port: int = 9092, allow_remote: bool = False, clock: Clock | None = None, seed: int | None = None,
         cluster_id: str | None = None, advertised: tuple[str, int] | None = None,
-        extra_listeners: Sequence[tuple[str, int]] = (), controller: LocalController | None = None,
+        extra_listeners: Sequence[tuple[str, int]] = (),
         peers: Mapping[int, tuple[str, int]] | None = None,
         controller_address: tuple[int, tuple[str, int]] | None = None,
     ) -> None:
@@ -109,14 +108,12 @@ class KafkaServer:
         self._extra_listeners = tuple(extra_listeners)
         self._extra_servers: list[asyncio.base_events.Server] = []
         self.extra_addresses: list[tuple[str, int]] = []
-        # A member of a cluster: its controller (None: the node is its own cluster) and where the
-        # other nodes listen, for the requests it sends them (followers' Fetch, markers).
-        self._controller = controller
+        # A member of a cluster: where its controller listens (None: the node is its own cluster)
+        # and where the other nodes listen, for the requests it sends them (followers' Fetch, markers).
         self._peers = dict(peers) if peers is not None else None
         self._controller_address = controller_address  # (controller id, its controller listener)
         # A broker of a cluster learns the metadata from the controller over the network, and
         # finds the other brokers where they registered unless ``peers`` fixes their addresses.
-        assert controller is None or controller_address is not None, "a cluster's broker needs its controller's address"
         self.peers: PeerDriver | None = None
         self._rng = random.Random(seed)
         self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
@@ -148,7 +145,7 @@ class KafkaServer:
                 self.extra_addresses.append(extra.sockets[0].getsockname()[:2])
             settings = self._settings(bound_host, bound_port)
             self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng,
-                                      self._controller)
+                                      in_cluster=self._controller_address is not None)
             if self._controller_address is not None:
                 timeout_ms = broker_value(self.broker.config_store.layers(), str(settings.node_id),
                                           "replica.socket.timeout.ms")
@@ -328,6 +325,7 @@ class KafkaServer:
             await self.peers.channel.close()
             if self.peers.controller is not None:
                 await self.peers.controller[1].close()
+            await self.peers.close()
 
     async def halt(self) -> None:
         """Stop as SIGKILL stops a process, for failover tests in one process: the sockets

@@ -26,8 +26,10 @@ The controller is a node of its own on the network, ``"controller"``: a
 :class:`~kafkalab.controller.local.LocalController`. Brokers register with it, heartbeat every
 2 s, propose ISR changes with AlterPartition, and learn the metadata by fetching its log and
 replaying the records, as KRaft brokers do; a broker silent for ``broker.session.timeout.ms``
-(9 s) is fenced. Tests, tools and the book's cells may still call the LocalController directly
-for admin operations (create a topic, elect leaders), as a broker forwards them to it.
+(9 s) is fenced. A client's admin requests (CreateTopics, configs, ElectLeaders ...) reach the
+controller as Envelopes forwarded by the broker they were sent to, and brokers ask it for
+producer id blocks; tests, tools and the book's cells may also call the LocalController directly
+(:meth:`SimCluster.create_topic`), as an admin tool beside the controller would.
 
 Worked example: ``SimCluster(tmp, nodes=3, seed=7)`` starts brokers 1, 2 and 3;
 ``create_topic("orders", 1, 3)`` places replicas [3, 1, 2], so broker 3 leads (the call returns
@@ -117,7 +119,7 @@ class SimCluster:
         self.controller = LocalController([], random.Random(rng.getrandbits(64)), clock_ms=self.clock.milliseconds)
         self.controller_node = ControllerNode(
             self.controller, BrokerSettings(node_id=0).cluster_id, BrokerHeartbeatManager(BROKER_SESSION_TIMEOUT_MS),
-            self._unclean_enabled)
+            self._unclean_enabled, self.properties)
         self.controller_node.on_alter_partition = lambda request, response, before: self._notify(
             "alter-partition", request.broker_id, (request, response, before))
         self.nodes: dict[int, SimNode] = {}
@@ -143,7 +145,7 @@ class SimCluster:
     def _open(self, node_id: int) -> Broker:
         settings = BrokerSettings(node_id=node_id, port=9090 + node_id, rack=self.racks.get(node_id))
         return open_broker(self.data_dir / f"node-{node_id}", self.properties, settings, self.clock,
-                           random.Random(self._rng.getrandbits(64)), self.controller)
+                           random.Random(self._rng.getrandbits(64)), in_cluster=True)
 
     def watch(self, watcher: Callable[[str, int, Any], None]) -> None:
         """Call ``watcher(kind, node_id, detail)`` on every ``"crash"`` (detail None),

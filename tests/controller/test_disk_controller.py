@@ -22,7 +22,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_response, encode_request
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qk"
-SETTINGS = ControllerSettings(session_timeout_ms=9_000, snapshot_bytes=20 * 1024 * 1024, unclean_leader_election=False)
+SETTINGS: dict[str, str] = {}  # the controller's server.properties: Kafka's defaults
 
 
 class Broker:

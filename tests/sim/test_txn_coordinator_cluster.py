@@ -46,7 +46,7 @@ def test_find_coordinator_creates_the_transaction_state_topic_first(cluster: Sim
     assert (first.error_code, first.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
     cluster.run_for(1_000)
     leader = cluster.leader(TRANSACTION_STATE_TOPIC, partition_for("app", 50))
-    registration = cluster.nodes[asked].broker.controller.image.partition(
+    registration = cluster.controller.image.partition(
         TRANSACTION_STATE_TOPIC, partition_for("app", 50))
     assert registration is not None and len(registration.replicas) == 3
     for node in cluster.nodes:

@@ -1,10 +1,12 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs over ``kafkalab.config``.
+"""DescribeConfigs over ``kafkalab.config``: what this broker knows of a topic's or its own configs.
 
 Resources are topics (type 2) and brokers (type 4; name ``""`` is the cluster-wide default,
 otherwise this broker's node id). Values resolve through kafkalab.config's layers -- dynamic
 topic, dynamic per-broker, dynamic cluster default, server.properties, Kafka's default -- and
-each described entry reports which layer won (Kafka's ``ConfigSource``). After a change the
-config store reconfigures the affected live partition logs (``DynamicConfigStore.attach_log``),
+each described entry reports which layer won (Kafka's ``ConfigSource``). Changes are the
+controller's (AlterConfigs and IncrementalAlterConfigs, :mod:`kafkalab.controller.controller_apis`);
+a cluster's broker learns them as ConfigRecords and copies them into its config store. After a
+change the config store reconfigures the affected live partition logs (``DynamicConfigStore.attach_log``),
 so ``retention.ms`` takes effect on the next retention check without a restart.
 
 Worked example: IncrementalAlterConfigs ``topic orders: SET retention.ms=60000`` stores the
@@ -15,31 +17,15 @@ override; DescribeConfigs then reports ``retention.ms=60000`` with source 1
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.broker.handlers.admin import TOPIC_CONFIG_SOURCES
 from kafkalab.broker.request import Request
 from kafkalab.config import DEFAULT_ENTITY, ConfigEntry
 from kafkalab.config.definitions import BROKER_KEYS, TOPIC_KEYS
-from kafkalab.config.resolve import (
-    describe_broker_config,
-    describe_topic_config,
-    validate_broker_configs,
-    validate_topic_configs,
-)
+from kafkalab.config.resolve import describe_broker_config, describe_topic_config
+from kafkalab.controller.controller_apis import TOPIC_CONFIG_SOURCES, ResourceError
 from kafkalab.errors import ErrorCode, KafkaError
-from kafkalab.protocol.messages.configs import (
-    ALTER_CONFIGS_RESPONSE,
-    DESCRIBE_CONFIGS_RESPONSE,
-    INCREMENTAL_ALTER_CONFIGS_RESPONSE,
-    OP_APPEND,
-    OP_DELETE,
-    OP_SET,
-    OP_SUBTRACT,
-    RESOURCE_BROKER,
-    RESOURCE_TOPIC,
-)
+from kafkalab.protocol.messages.configs import DESCRIBE_CONFIGS_RESPONSE, RESOURCE_BROKER, RESOURCE_TOPIC
 
 if TYPE_CHECKING:
     from kafkalab.broker.broker import Broker
@@ -49,10 +35,6 @@ _CONFIG_TYPE_IDS = {  # Kafka's DescribeConfigsResponse.ConfigType ids
     "boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
     "class": 8, "password": 9,
 }
-
-
-class ResourceError(KafkaError):
-    """A config resource that does not exist or cannot be changed here."""
 
 
 def _entity(broker: Broker, resource_type: int, name: str) -> tuple[str, str]:
@@ -119,71 +101,3 @@ def _entry(entry: ConfigEntry, include_synonyms: bool, config_type: int) -> Any:
         config_source=TOPIC_CONFIG_SOURCES[entry.source.value], is_sensitive=entry.sensitive,
         synonyms=synonyms, config_type=config_type,
     )
-
-
-def handle_alter_configs(broker: Broker, request: Request) -> Any:
-    def change(current: dict[str, str], resource: Any) -> dict[str, str]:
-        return {c.name: c.value for c in resource.configs if c.value is not None}
-
-    return _alter_all(broker, request, change, ALTER_CONFIGS_RESPONSE.cls)
-
-
-def handle_incremental_alter_configs(broker: Broker, request: Request) -> Any:
-    def change(current: dict[str, str], resource: Any) -> dict[str, str]:
-        updated = dict(current)
-        for config in resource.configs:
-            _apply_operation(updated, config)
-        return updated
-
-    return _alter_all(broker, request, change, INCREMENTAL_ALTER_CONFIGS_RESPONSE.cls)
-
-
-def _apply_operation(updated: dict[str, str], config: Any) -> None:
-    operation, name, value = config.config_operation, config.name, config.value
-    if operation == OP_SET:
-        if value is None:
-            raise ResourceError(f"SET {name} needs a value", error_code=ErrorCode.INVALID_REQUEST)
-        updated[name] = value
-    elif operation == OP_DELETE:
-        updated.pop(name, None)
-    elif operation in (OP_APPEND, OP_SUBTRACT):
-        items = [i for i in updated.get(name, "").split(",") if i]
-        given = [i for i in (value or "").split(",") if i]
-        if operation == OP_APPEND:
-            items += [i for i in given if i not in items]
-        else:
-            items = [i for i in items if i not in given]
-        updated[name] = ",".join(items)
-    else:
-        raise ResourceError(f"unknown config operation {operation} for {name}", error_code=ErrorCode.INVALID_REQUEST)
-
-
-def _alter_all(broker: Broker, request: Request, change: Callable[[dict[str, str], Any], dict[str, str]],
-               response_cls: Any) -> Any:
-    results = []
-    for resource in request.body.resources:
-        R = response_cls.AlterConfigsResourceResponse
-        try:
-            _alter_one(broker, resource, change, request.body.validate_only)
-        except KafkaError as error:
-            results.append(R(error.error_code, str(error), resource.resource_type, resource.resource_name))
-            continue
-        results.append(R(0, None, resource.resource_type, resource.resource_name))
-    return response_cls(responses=tuple(results))
-
-
-def _alter_one(broker: Broker, resource: Any, change: Callable[[dict[str, str], Any], dict[str, str]],
-               validate_only: bool) -> None:
-    entity_type, name = _entity(broker, resource.resource_type, resource.resource_name)
-    current = broker.config_store.get(entity_type, name)
-    wanted = change(current, resource)
-    if entity_type == "topics":
-        validate_topic_configs(wanted)
-    else:
-        validate_broker_configs(wanted, dynamic=True, per_broker=name != DEFAULT_ENTITY)
-    if validate_only:
-        return
-    add = {k: v for k, v in wanted.items() if current.get(k) != v}
-    delete = [k for k in current if k not in wanted]
-    # The store persists the change and re-resolves every attached log's config (attach_log).
-    broker.config_store.alter(entity_type, name, add=add, delete=delete)

@@ -61,6 +61,9 @@ def handle_describe_quorum(broker: Broker, request: Request) -> Any:
 
 def _describe(broker: Broker, now_ms: int) -> QuorumDescription:
     controller = broker.controller
+    if controller is None:  # a cluster's broker: Kafka's forwards the request to the controller
+        raise NotLeaderError(f"broker {broker.settings.node_id} is not a controller; "
+                             f"DescribeQuorum is answered by the active controller")
     describe = getattr(controller, "describe_quorum", None)
     if describe is not None:  # a controller of a real quorum
         return describe(now_ms)

@@ -193,7 +193,7 @@ def _preferred_read_replica(broker: Broker, partition: Partition, fetch_offset: 
     """Ask the selector where this consumer should read (KIP-392); registered, unfenced
     brokers only, as Kafka offers only replicas it has an endpoint for."""
     assert broker.replica_selector is not None
-    racks = {b.broker_id: b.rack for b in broker.controller.image.brokers.values() if not b.fenced}
+    racks = {b.broker_id: b.rack for b in broker.image.brokers.values() if not b.fenced}
     followers = [Candidate(replica_id, replica_id in partition.isr, state.log_start_offset, state.log_end_offset,
                            state.last_caught_up_time_ms) for replica_id, state in sorted(partition.followers.items())]
     return preferred_read_replica(broker.replica_selector, client.rack, partition.local_broker_id,

@@ -120,7 +120,10 @@ def _topic_results(results: dict[TopicPartition, int]) -> tuple[Any, ...]:
 
 def handle_add_offsets_to_txn(broker: Broker, request: Request) -> Any:
     body = request.body
-    broker.offsets_log.ensure_topic()
+    try:
+        broker.offsets_log.ensure_topic()
+    except TopicError:
+        pass  # a cluster's controller is creating it; the group's offset commit waits for it
     partition = (OFFSETS_TOPIC, broker.group_coordinator.partition_of(body.group_id))
     respond = answer_later(broker.respond, request, lambda error: ADD_OFFSETS_TO_TXN_RESPONSE.cls(error_code=error))
     broker.txn_coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [partition],

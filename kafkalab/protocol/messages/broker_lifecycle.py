@@ -29,6 +29,12 @@ is_caught_up: true, is_fenced: false, should_shut_down: false}``.
 from __future__ import annotations
 
 from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.protocol.messages.forwarding import (
+    ALLOCATE_PRODUCER_IDS_REQUEST,
+    ALLOCATE_PRODUCER_IDS_RESPONSE,
+    ENVELOPE_REQUEST,
+    ENVELOPE_RESPONSE,
+)
 from kafkalab.protocol.schema import Message, f, message
 
 BROKER_REGISTRATION_VERSION = 4  # what a Kafka 3.9 broker sends
@@ -124,6 +130,8 @@ CONTROLLER_SCHEMAS: dict[int, tuple[Message, Message]] = {
     ApiKey.BROKER_REGISTRATION: (BROKER_REGISTRATION_REQUEST, BROKER_REGISTRATION_RESPONSE),
     ApiKey.BROKER_HEARTBEAT: (BROKER_HEARTBEAT_REQUEST, BROKER_HEARTBEAT_RESPONSE),
     ApiKey.ALTER_PARTITION: (ALTER_PARTITION_REQUEST, ALTER_PARTITION_RESPONSE),
+    ApiKey.ENVELOPE: (ENVELOPE_REQUEST, ENVELOPE_RESPONSE),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (ALLOCATE_PRODUCER_IDS_REQUEST, ALLOCATE_PRODUCER_IDS_RESPONSE),
 }
 
 __all__ = [
