@@ -75,9 +75,11 @@ def run(reporter: Reporter, *, full: bool = False) -> None:
 def _produce_figure(reporter: Reporter, cluster: str, single: str) -> None:
     create_topic(cluster, "rf3", 1, 3)
     create_topic(single, "rf1", 1, 1)
-    cluster_mb_s, single_mb_s = [], []
+    cluster_mb_s: list[float] = []
+    single_mb_s: list[float] = []
     for run_number in range(RUNS):
-        runs = [(cluster, "rf3", "all", cluster_mb_s), (single, "rf1", 1, single_mb_s)]
+        runs: list[tuple[str, str, int | str, list[float]]] = [
+            (cluster, "rf3", "all", cluster_mb_s), (single, "rf1", 1, single_mb_s)]
         for bootstrap, topic, acks, out in (runs if run_number % 2 == 0 else runs[::-1]):
             out.append(RECORDS * VALUE_BYTES / 1e6 / produce(bootstrap, topic, acks, RECORDS))
     reporter.report_runs("cluster.produce_rf3_acks_all", cluster_mb_s, "MB/s", single_mb_s, ">=0.5")
@@ -116,8 +118,13 @@ def produce(bootstrap: str, topic: str, acks: int | str, count: int) -> float:
 
 def _send(producer: Any, topic: str, count: int) -> None:
     failures: list[object] = []
+
+    def on_delivery(error: object, _message: object) -> None:
+        if error is not None:
+            failures.append(error)
+
     for _ in range(count):
-        producer.produce(topic, VALUE, partition=0, on_delivery=lambda e, _m: e is None or failures.append(e))
+        producer.produce(topic, VALUE, partition=0, on_delivery=on_delivery)
         producer.poll(0)
     remaining = producer.flush(DEADLINE_S)
     if remaining or failures:
@@ -176,10 +183,13 @@ def _resume_figure(reporter: Reporter, cluster: Any) -> None:
                          "message.timeout.ms": 60_000, "enable.idempotence": True})
     stop = threading.Event()
 
+    def on_delivery(error: object, _message: object) -> None:
+        if error is None:
+            acked.append(time.perf_counter())
+
     def send_steadily() -> None:
         while not stop.is_set():
-            producer.produce("failover", b"x", partition=0,
-                             on_delivery=lambda e, _m: e is None and acked.append(time.perf_counter()))
+            producer.produce("failover", b"x", partition=0, on_delivery=on_delivery)
             producer.poll(SEND_EVERY_S)
 
     sender = threading.Thread(target=send_steadily, daemon=True)

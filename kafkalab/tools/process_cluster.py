@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import random
 import signal
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from kafkalab.client.connection import bootstrap
 from kafkalab.client.launcher import STOP_TIMEOUT_S, ServerProcess, start_server
+from kafkalab.errors import KafkaError
 from kafkalab.tools.cluster_start import HOST, NodePlan, plan, prepare
+
+
+REGISTERED_WAIT_S = 30.0  # Python start-ups and a heartbeat or two on a slow, shared machine
+POLL_S = 0.1
 
 
 class ProcessCluster:
@@ -63,10 +70,26 @@ class ProcessCluster:
         self.processes[node_id] = process
         return process
 
-    def start_all(self) -> None:
-        """The controller first, then every broker."""
+    def start_all(self, wait_s: float = REGISTERED_WAIT_S) -> None:
+        """The controller first, then every broker; returns once Metadata lists every broker
+        (each registered and unfenced), so a topic created next can use them all."""
         for node_id in sorted(self.plans, key=lambda i: (self.plans[i].roles != "controller", i)):
             self.start(node_id)
+        self.wait_for_brokers(self.broker_ids, wait_s)
+
+    def wait_for_brokers(self, broker_ids: list[int], wait_s: float = REGISTERED_WAIT_S) -> None:
+        """Until a Metadata answer lists exactly ``broker_ids``; raises TimeoutError."""
+        deadline, listed = time.monotonic() + wait_s, None
+        while time.monotonic() < deadline:
+            try:
+                with bootstrap(self.bootstrap) as conn:
+                    listed = sorted(b.node_id for b in conn.metadata([]).brokers)
+            except KafkaError:
+                listed = None
+            if listed == sorted(broker_ids):
+                return
+            time.sleep(POLL_S)
+        raise TimeoutError(f"brokers {sorted(broker_ids)} not all registered after {wait_s} s; Metadata lists {listed}")
 
     def kill(self, node_id: int) -> None:
         """SIGKILL: nothing flushed, no controlled shutdown; the sockets close."""

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 
 from kafkalab.tools.process_cluster import ProcessCluster
 
@@ -39,8 +40,11 @@ def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
 def until(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
-        if condition():
-            return
+        try:
+            if condition():
+                return
+        except KafkaError:  # a client that bootstrapped from the node just killed
+            pass
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -56,7 +60,7 @@ def _describe(bootstrap: str, topic: str) -> dict[str, object]:
 
 def _leader_and_isr(bootstrap: str, topic: str) -> tuple[int, list[int]]:
     partitions: list[dict[str, Any]] = _describe(bootstrap, topic)["partitions"]  # type: ignore[assignment]
-    return partitions[0]["leader"], sorted(partitions[0]["isr"])
+    return partitions[0]["leader_id"], sorted(partitions[0]["isr_nodes"])
 
 
 def _create(bootstrap: str, topic: str) -> None:
