@@ -213,6 +213,7 @@ class HeartbeatMember:
     def _on_heartbeat(self, body: Any, now_ms: int) -> None:
         error = ErrorCode(body.error_code)
         if self.state is S.LEAVING:
+            self._set_epoch(LEAVE_EPOCH, now_ms)
             self._fire(E.LEFT)
         elif error is ErrorCode.NONE:
             self._accept(body, now_ms)
