@@ -38,6 +38,7 @@ from kafkalab.client.membership import GroupMember, MemberConfig, Notification
 from kafkalab.client.membership.heartbeat_member import LEAVE_EPOCH, HeartbeatMemberConfig
 from kafkalab.sim.cluster import START_MS, SimCluster
 from kafkalab.sim.heartbeat_members import HeartbeatMembers
+from kafkalab.viz._display import static_widgets
 
 TOPIC = "orders"
 GROUP = "orders-app"
@@ -48,6 +49,9 @@ ADVANCE_MS_MAX = 600_000  # one advance: ten simulated minutes keep a redraw qui
 MEMBERS_MAX = 8  # members a figure can colour apart
 EPOCH_SAMPLES_MAX = 20_000  # a bug guard on the epoch panel's length
 FIGURE_DPI = 100
+# One __consumer_offsets partition is all one group needs, and creating Kafka's 50 (each with
+# its checkpoint files) costs the simulation more than the whole story does.
+OFFSETS_TOPIC = {"offsets.topic.num.partitions": "1"}
 MEMBER_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#eeca3b", "#ff9da6")
 
 
@@ -149,8 +153,8 @@ class ProtocolRace:
     def __init__(self, data_dir: Path, *, partitions: int = 6, seed: int = 7, classic_assignor: str = "range",
                  server_assignor: str = "uniform") -> None:
         properties = {"group.consumer.session.timeout.ms": str(SESSION_MS),
-                      "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS)}
-        self.classic_sim = SimCluster(Path(data_dir) / "classic", nodes=1, seed=seed)
+                      "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS), **OFFSETS_TOPIC}
+        self.classic_sim = SimCluster(Path(data_dir) / "classic", nodes=1, seed=seed, properties=OFFSETS_TOPIC)
         self.consumer_sim = SimCluster(Path(data_dir) / "consumer", nodes=1, seed=seed, properties=properties)
         for sim in (self.classic_sim, self.consumer_sim):
             sim.create_topic(TOPIC, partitions, 1)
@@ -370,9 +374,13 @@ def live(race: ProtocolRace) -> Any:
     return box
 
 
-def show_kip848(data_dir: Path, seed: int = 7) -> Any:
-    """Display the widget (or, with ``KAFKALAB_STATIC_WIDGETS=1``, the :func:`scenario` figure)."""
-    from kafkalab.viz._display import show_lab
+def show_kip848(data_dir: Path, seed: int = 7, story: ProtocolRace | None = None) -> Any:
+    """Display the widget (or, with ``KAFKALAB_STATIC_WIDGETS=1``, the :func:`scenario` figure;
+    of ``story`` when given, which is then left open for the caller)."""
+    from kafkalab.viz._display import show, show_lab
+
+    if story is not None and static_widgets():
+        return show(lambda: None, lambda: figure(story.race(), story.assignors))
 
     def start() -> Any:
         race = ProtocolRace(data_dir, seed=seed)
