@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from kafkalab.client.membership import Outgoing
 from kafkalab.client.membership.heartbeat_member import HeartbeatMember, HeartbeatMemberConfig, HeartbeatState
@@ -36,7 +37,7 @@ from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.sim.cluster import START_MS, SimCluster
 
 MESSAGES_MAX = 200_000  # a bug guard: a chapter's story sends a few hundred
-API_NAMES = {ApiKey.FIND_COORDINATOR: "FindCoordinator", ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat"}
+API_NAMES: dict[int, str] = {ApiKey.FIND_COORDINATOR: "FindCoordinator", ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ class HeartbeatMembers:
         destination = out.destination if out.destination is not None else (min(alive) if alive else -1)
         self._record(name, out.api_key, "request", out.body)
 
-        def answered(body: object) -> None:
+        def answered(body: Any) -> None:
             if name in self.killed_ms:
                 return  # a dead process reads no answers
             self._record(name, out.api_key, "response", body)
@@ -112,22 +113,22 @@ class HeartbeatMembers:
         self.sim.send_request(destination, out.api_key, out.version, out.body, answered,
                               timeout_ms=out.timeout_ms, on_timeout=timed_out)
 
-    def _record(self, name: str, api_key: int, kind: str, body: object) -> None:
+    def _record(self, name: str, api_key: int, kind: str, body: Any) -> None:
         if len(self.messages) >= MESSAGES_MAX:
             raise OverflowError(f"{len(self.messages)} heartbeat messages recorded, the limit is {MESSAGES_MAX}")
         at_ms = self.sim.clock.milliseconds() - START_MS
         api = API_NAMES[api_key]
         error_code = getattr(body, "error_code", None)
         if api_key == ApiKey.FIND_COORDINATOR and getattr(body, "coordinators", None):
-            error_code = body.coordinators[0].error_code  # type: ignore[attr-defined]
+            error_code = body.coordinators[0].error_code
         error = None if error_code is None else ErrorCode(error_code).name
         if api_key != ApiKey.CONSUMER_GROUP_HEARTBEAT:
             self.messages.append(HeartbeatMessage(at_ms, name, api, kind, error=error))
             return
-        listed = body.topic_partitions if kind == "request" else (  # type: ignore[attr-defined]
-            None if body.assignment is None else body.assignment.topic_partitions)  # type: ignore[attr-defined]
+        listed = body.topic_partitions if kind == "request" else (
+            None if body.assignment is None else body.assignment.topic_partitions)
         partitions = None if listed is None else tuple(sorted(p for entry in listed for p in entry.partitions))
-        self.messages.append(HeartbeatMessage(at_ms, name, api, kind, body.member_epoch,  # type: ignore[attr-defined]
+        self.messages.append(HeartbeatMessage(at_ms, name, api, kind, body.member_epoch,
                                               partitions, error))
 
     def _topic_name(self, topic_id: uuid.UUID) -> str:

@@ -305,9 +305,8 @@ def _draw_owners(ax: Any, spans: Sequence[OwnerSpan], partitions: int, colours: 
 
 def _draw_epochs(ax: Any, race: Race, colours: Mapping[str, str]) -> None:
     if race.group_epochs:
-        times, values = zip(*race.group_epochs)
-        ax.step([t / 1000 for t in times], values, where="post", color="#000000", linestyle="--",
-                linewidth=1.2, label="group epoch")
+        ax.step([t / 1000 for t, _ in race.group_epochs], [e for _, e in race.group_epochs], where="post",
+                color="#000000", linestyle="--", linewidth=1.2, label="group epoch")
     for offset, (member, steps) in enumerate(race.member_epochs):
         if not steps:
             continue
