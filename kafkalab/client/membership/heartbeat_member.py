@@ -37,9 +37,10 @@ at once owning 0-3 (ACKNOWLEDGING), then every interval (STABLE). m2 joins: epoc
 yet. m1's next answer says epoch 1 and only {0, 1}: m1 revokes 2 and 3 and heartbeats at once
 owning {0, 1}; that answer moves it to epoch 2. m2's next heartbeat receives {2, 3}.
 
-What kafkalab leaves out: Java's member commits offsets inside ``onPartitionsRevoked`` before
-it acknowledges, and resolves topic ids to names with its Metadata; here the owner supplies the
-names (``topic_name``) and a revocation takes no time.
+What kafkalab leaves out: before it acknowledges a revocation, Java's member commits the
+revoked partitions' offsets (with auto commit) and runs ``onPartitionsRevoked``, which takes as
+long as the application makes it; and it resolves topic ids to names with Metadata requests.
+Here the owner supplies the names (``topic_name``) and a revocation takes no time.
 """
 
 from __future__ import annotations
