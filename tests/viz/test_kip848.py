@@ -108,7 +108,11 @@ def test_figure_and_summary(race: kip848.ProtocolRace) -> None:
     assert text.startswith("t = 40.0 s:") and "generation 4" in text and "group epoch 6" in text
 
 
-def test_widget_buttons_drive_both_groups(tmp_path: Path) -> None:
+def test_widget_buttons_drive_both_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.pyplot as plt
+
+    # The drawing is tested above; a blank one keeps the three redraws here quick.
+    monkeypatch.setattr(kip848, "figure", lambda race, assignors: plt.figure(figsize=(1, 1)))
     story = kip848.ProtocolRace(tmp_path, partitions=4)
     try:
         story.add()
