@@ -382,9 +382,10 @@ print("the group's protocol:", defaults.members["d1"].protocol_name)
 # `kafkalab.client.membership.heartbeat_member`, which we now run in the simulation.
 #
 # ### One RPC
-# A member sends only heartbeats. The request carries what changed since the last one (null
-# means "unchanged"); the answer carries the member's epoch and, when it changed, the partitions
-# the member may own now -- as topic ids, not names:
+# Apart from FindCoordinator, to find its coordinator, and the OffsetCommit and OffsetFetch of
+# chapter 11, a member sends only heartbeats. The request carries what changed since the last
+# one (null means "unchanged"); the answer carries the member's epoch and, when it changed, the
+# partitions the member may own now -- as topic ids, not names:
 
 # %%
 from kafkalab.protocol.messages.consumer_group import (

@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalab.client.membership.member import GROUP_KEY_TYPE, Notification, Outgoing
+from kafkalab.client.membership.member import COORDINATOR_ERRORS, GROUP_KEY_TYPE, Notification, Outgoing
 from kafkalab.client.membership.member import VERSIONS as CLASSIC_VERSIONS
 from kafkalab.errors import ConfigError, ErrorCode, KafkaError
 from kafkalab.protocol import SCHEMAS
@@ -64,7 +64,6 @@ VERSIONS: dict[int, int] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,  # Kafka 3.9's only version
 }
 HISTORY_MAX = 10_000  # epoch and notification logs are for timelines; a bound on their length
-COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 FENCING_ERRORS = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
 Owned = Mapping[uuid.UUID, frozenset[int]]  # topic id -> partitions
 
