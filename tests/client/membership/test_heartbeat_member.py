@@ -196,3 +196,33 @@ def test_a_killed_member_is_fenced_after_the_session_and_its_partitions_move(tmp
         assert len(m1.owned_partitions) == 4 and members.running() == ["m1"]
     finally:
         sim.close()
+
+
+def test_kafkas_spec_reads_the_members_heartbeats_as_java_sends_them() -> None:
+    """kafka-python's codec over Kafka's own ConsumerGroupHeartbeatRequest.json decodes what the
+    member encodes: the subscription on joining, null ("unchanged") afterwards, null owned
+    partitions when leaving."""
+    from tests.protocol.kafka_specs import kafka_python_class_from_mirror
+
+    schema = SCHEMAS[ApiKey.CONSUMER_GROUP_HEARTBEAT][0]
+    kp_class = kafka_python_class_from_mirror(schema.name)
+
+    def on_the_wire(body: Any) -> Any:
+        return kp_class.decode(schema.encode(body, 0), version=0)
+
+    member = HeartbeatMember(CONFIG)
+    member.coordinator, member.state = 1, S.JOINING
+    [join] = member.poll(0)
+    first = on_the_wire(join.body)
+    assert (first.member_epoch, first.subscribed_topic_names, first.rebalance_timeout_ms) == (0, ["orders"], 20_000)
+    assert list(first.topic_partitions) == [] and first.server_assignor is None
+    member, ack = joined([0, 2])
+    later = on_the_wire(ack.body)
+    assert (later.member_id, later.member_epoch, later.subscribed_topic_names, later.rebalance_timeout_ms) == (
+        "m-1", 1, None, -1)
+    assert [(t.topic_id, list(t.partitions)) for t in later.topic_partitions] == [(ORDERS, [0, 2])]
+    member.on_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, answer(1, None), 6, ack.request_id)
+    member.leave(7)
+    [goodbye] = member.poll(7)
+    last = on_the_wire(goodbye.body)
+    assert (last.member_epoch, last.topic_partitions) == (-1, None)
