@@ -5,7 +5,7 @@ What is measured: a ``__cluster_metadata-0`` log of 100,000 PartitionRecords (1,
 as a CreateTopics decision is appended) is built once in a scratch directory. Then, side by side
 in each run:
 
-* **replay** -- what a restarting node does (:func:`~kafkalab.broker.local_metadata.replay_metadata_log`):
+* **replay** -- what a restarting node does (:func:`~kafkalab.metadata.record_log.replay_metadata_log`):
   read the segment, decode every record into its dataclass, replay it through one
   ``MetadataDelta`` and build the image;
 * **dump-log** -- ``kafkalab dump-log --cluster-metadata-decoder --files <segment>``: read the
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kafkalab.bench.report import Reporter, alternate
-from kafkalab.broker.local_metadata import replay_metadata_log
+from kafkalab.metadata.record_log import replay_metadata_log
 from kafkalab.clock import ManualClock
 from kafkalab.metadata import records as r
 from kafkalab.metadata.record_log import StorageRecordLog

@@ -37,6 +37,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalab.config.definitions import broker_default
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.broker_lifecycle import (
@@ -48,7 +49,7 @@ from kafkalab.protocol.messages.broker_lifecycle import (
 from kafkalab.metadata.records import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL
 from kafkalab.metadata.snapshot import LISTENER_NAME, MIN_METADATA_VERSION_LEVEL, SECURITY_PROTOCOL_PLAINTEXT
 
-BROKER_HEARTBEAT_INTERVAL_MS = 2_000  # broker.heartbeat.interval.ms default
+BROKER_HEARTBEAT_INTERVAL_MS: int = broker_default("broker.heartbeat.interval.ms")
 RESEND_BACKOFF_INITIAL_MS = 100  # Kafka's lifecycle manager: first resend after 100 ms ...
 RESEND_BACKOFF_MAX_MS = 4_500  # ... doubling up to broker.session.timeout.ms / 2
 

@@ -27,10 +27,9 @@ from collections.abc import Callable
 
 from kafkalab.broker.log_store import LogStore
 from kafkalab.controller.local import LocalController
-from kafkalab.metadata.delta import MetadataDelta
-from kafkalab.metadata.image import BrokerRegistration, MetadataImage
-from kafkalab.metadata.record_log import StorageRecordLog, read_log_records
-from kafkalab.metadata.snapshot import SnapshotPolicy, latest_snapshot, read_snapshot
+from kafkalab.metadata.image import BrokerRegistration
+from kafkalab.metadata.record_log import StorageRecordLog, replay_metadata_log
+from kafkalab.metadata.snapshot import SnapshotPolicy
 from kafkalab.storage.log import Log
 
 def open_local_controller(
@@ -47,17 +46,4 @@ def open_local_controller(
     return controller
 
 
-def replay_metadata_log(log: Log) -> MetadataImage:
-    """The image of the newest snapshot plus every record of ``log`` after it."""
-    image, end_offset = MetadataImage(), 0
-    newest = latest_snapshot(log.directory)
-    if newest is not None:
-        image = read_snapshot(newest)
-        end_offset = image.offset + 1
-    delta = MetadataDelta(image)
-    for offset, record in read_log_records(log, end_offset):
-        delta.replay(record, offset)
-    return delta.apply()
-
-
-__all__ = ["open_local_controller", "replay_metadata_log"]
+__all__ = ["open_local_controller"]

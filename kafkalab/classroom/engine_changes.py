@@ -251,6 +251,43 @@ def _check_static_over_dynamic_default() -> str:
     return f"server.properties now wins: retention.ms is {entry.value}, and kafka-configs --entity-default has no effect"
 
 
+def _check_revoke_before_assign() -> str:
+    import random
+    import uuid
+
+    from kafkalab.clock import ManualClock
+    from kafkalab.group.consumer.coordinator import ConsumerGroupSettings, Heartbeat
+    from kafkalab.group.coordinator import GroupCoordinator, GroupSettings
+    from kafkalab.group.log import MemoryCoordinatorLog
+    from kafkalab.timer import Timer
+
+    topic_id = uuid.UUID(int=0x70)
+    clock = ManualClock(1_000_000)
+    groups = GroupCoordinator(GroupSettings(), MemoryCoordinatorLog(), Timer(clock), random.Random(7),
+                              clock.milliseconds, topics={"t": (topic_id, 4)}.get,
+                              consumer_settings=ConsumerGroupSettings()).consumer
+
+    def join() -> tuple[str, int]:
+        answer = groups.heartbeat(Heartbeat("g", "", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
+                                            owned={}), clock.milliseconds())
+        assert answer.member_id is not None, answer
+        return answer.member_id, answer.member_epoch
+
+    m1, m1_epoch = join()  # alone: all four partitions at epoch 1
+    m2, m2_epoch = join()  # epoch 2, nothing yet: m1 still holds them
+    still_owned = frozenset(range(4))  # m1 has not revoked anything yet, and says so
+    groups.heartbeat(Heartbeat("g", m1, m1_epoch, owned={topic_id: still_owned}), clock.milliseconds())
+    answer = groups.heartbeat(Heartbeat("g", m2, m2_epoch, owned={}), clock.milliseconds())
+    given = (answer.assignment or {}).get(topic_id, frozenset())
+    if not given & still_owned:
+        raise EngineUnchanged(
+            "m2 got nothing while m1 still reports owning all four partitions: the coordinator waits for "
+            "m1 to confirm its revocation, as Kafka's does -- next_assignment in group/consumer/member.py is "
+            "unchanged (restart the kernel after editing it)")
+    return (f"m2 was given partitions {sorted(given & still_owned)} while m1 still reported owning them: "
+            "two members of one group now consume the same partitions")
+
+
 ENGINE_CHANGES: dict[str, EngineChange] = {
     "index-interval-ge": EngineChange(
         "storage/segment.py",
@@ -302,4 +339,9 @@ ENGINE_CHANGES: dict[str, EngineChange] = {
         "            (ConfigSource.STATIC_BROKER_CONFIG, self.static),\n"
         "            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default),\n",
         _check_static_over_dynamic_default),
+    "revoke-without-confirmation": EngineChange(
+        "group/consumer/member.py",
+        "    if revoke and _owns_any(owned, revoke):\n",
+        "    if False:  # trust that the member dropped what it was told to revoke\n",
+        _check_revoke_before_assign),
 }

@@ -194,6 +194,8 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("leader.replication.throttled.rate", L, LONG_MAX, "Replication bytes/s a leader may send to throttled replicas.", at_least(0), CW),
     ConfigKey("follower.replication.throttled.rate", L, LONG_MAX, "Replication bytes/s a follower may fetch for throttled replicas.", at_least(0), CW),
     ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", L, LONG_MAX, "Bytes/s for moving replicas between log directories.", at_least(0), CW),
+    ConfigKey("broker.session.timeout.ms", I, 9000, "The controller fences a broker it has not heard a heartbeat from for this long.", at_least(1)),
+    ConfigKey("broker.heartbeat.interval.ms", I, 2000, "How often a broker heartbeats to the active controller.", at_least(1)),
     ConfigKey("metadata.log.max.record.bytes.between.snapshots", L, 20971520, "Metadata log bytes appended before the controller writes a new snapshot.", at_least(1)),
     # --- consumer groups and __consumer_offsets -----------------------------------------------
     ConfigKey("offsets.topic.num.partitions", I, 50, "Partitions of __consumer_offsets; do not change after it exists.", at_least(1)),

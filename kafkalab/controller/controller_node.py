@@ -55,7 +55,7 @@ from kafkalab.controller.quorum_controller import sole_voter_description
 from kafkalab.controller.raft.api import FETCH_MAX_BYTES, NotLeaderError, QuorumDescription
 from kafkalab.errors import ErrorCode, KafkaError
 from kafkalab.metadata.image import BrokerRegistration
-from kafkalab.metadata.record_log import KRAFT_METADATA_TOPIC, MemoryRecordLog
+from kafkalab.metadata.record_log import KRAFT_METADATA_TOPIC, MemoryRecordLog, StorageRecordLog
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.header import decode_request_body, decode_request_header, encode_response
 from kafkalab.protocol.messages.broker_lifecycle import CONTROLLER_SCHEMAS
@@ -87,7 +87,7 @@ class ControllerNode:
     def __init__(self, controller: LocalController, cluster_id: str, heartbeats: BrokerHeartbeatManager,
                  unclean_enabled: Callable[[str], bool] = lambda topic: False,
                  properties: Mapping[str, str] | None = None, *, node: QuorumNode | None = None) -> None:
-        assert isinstance(controller.log, MemoryRecordLog), "serves the records of an in-memory log"
+        assert isinstance(controller.log, MemoryRecordLog | StorageRecordLog), "serves a log it can read back"
         self.controller = controller
         self.cluster_id = cluster_id
         self.heartbeats = heartbeats
@@ -112,6 +112,11 @@ class ControllerNode:
         }
 
     # --- the adapter's interface --------------------------------------------------------------
+
+    def activate(self, now_ms: int) -> None:
+        """Take over the brokers the metadata log registers, before the first request: called
+        once by an adapter whose controller replayed an existing log (a restart)."""
+        self.heartbeats.activate(self.controller.image.brokers.values(), now_ms)
 
     def handle(self, connection_id: int, frame: bytes, now_ms: int) -> None:
         """One request frame (no size prefix); its answer lands in the outbox now or later.

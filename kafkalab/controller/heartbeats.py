@@ -29,12 +29,14 @@ t=2000+9000 its session has expired and :meth:`BrokerHeartbeatManager.stale_brok
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kafkalab.config.definitions import broker_default
 from kafkalab.errors import ErrorCode, KafkaError
+from kafkalab.metadata.image import BrokerRegistration
 
-BROKER_SESSION_TIMEOUT_MS = 9_000  # broker.session.timeout.ms default
+BROKER_SESSION_TIMEOUT_MS: int = broker_default("broker.session.timeout.ms")
 BROKERS_MAX = 65_536  # a bound on sessions: node ids a cluster may register
 
 
@@ -127,6 +129,18 @@ class BrokerHeartbeatManager:
             raise HeartbeatError(f"registering broker {broker_id}: already {BROKERS_MAX} sessions",
                                  error_code=ErrorCode.INVALID_REQUEST)
         self.sessions[broker_id] = BrokerSession(broker_epoch, now_ms)
+
+    def activate(self, registrations: Iterable[BrokerRegistration], now_ms: int) -> None:
+        """A controller that starts (or restarts) over a metadata log that already registers
+        brokers: one session per registration, as of ``now_ms``, so their heartbeats keep
+        working (Kafka's ``ClusterControlManager.activate``). A broker unfenced in the log stays
+        unfenced and is fenced if it does not heartbeat within the session timeout; a broker in
+        controlled shutdown carries on shutting down."""
+        for registration in registrations:
+            state = (S.FENCED if registration.fenced
+                     else S.CONTROLLED_SHUTDOWN if registration.in_controlled_shutdown else S.UNFENCED)
+            self.register(registration.broker_id, registration.broker_epoch, now_ms)
+            self.sessions[registration.broker_id].state = state
 
     def session(self, broker_id: int, broker_epoch: int) -> BrokerSession:
         """The session a heartbeat (or AlterPartition) from ``broker_id`` at ``broker_epoch``

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from kafkalab.metadata.delta import MetadataDelta
 from kafkalab.metadata.image import MetadataImage
 from kafkalab.metadata.records import decode_record
+from kafkalab.metadata.snapshot import latest_snapshot, read_snapshot
 from kafkalab.records.codec import iter_batches
 from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
@@ -100,6 +101,20 @@ def read_log_records(log: Log, from_offset: int = 0) -> Iterator[tuple[int, Any]
         offset = last + 1
 
 
+def replay_metadata_log(log: Log) -> MetadataImage:
+    """The image of the newest snapshot plus every record of ``log`` after it: what a node
+    (a lone broker, a controller process) rebuilds at start-up."""
+    image, end_offset = MetadataImage(), 0
+    newest = latest_snapshot(log.directory)
+    if newest is not None:
+        image = read_snapshot(newest)
+        end_offset = image.offset + 1
+    delta = MetadataDelta(image)
+    for offset, record in read_log_records(log, end_offset):
+        delta.replay(record, offset)
+    return delta.apply()
+
+
 def replay_batches(image: MetadataImage, data: bytes) -> MetadataImage:
     """``image`` with every whole batch of ``data`` replayed (data records decoded; control
     batches carry no metadata but still advance the image's offset, as Kafka's
@@ -116,5 +131,5 @@ def replay_batches(image: MetadataImage, data: bytes) -> MetadataImage:
 
 __all__ = [
     "KRAFT_METADATA_TOPIC", "MemoryRecordLog", "RecordLog", "SOLE_VOTER_EPOCH",
-    "StorageRecordLog", "read_log_records", "replay_batches",
+    "StorageRecordLog", "read_log_records", "replay_batches", "replay_metadata_log",
 ]

@@ -59,6 +59,7 @@ READ_CHUNK_BYTES = 256 * 1024
 
 OnResponse = Callable[[Any], None]
 OnFailure = Callable[[NetworkError], None]
+AddressBook = Callable[[int], "tuple[str, int] | None"]  # node id -> (host, port), None if unknown
 log = logging.getLogger("kafkalab.server.peer_channel")
 
 
@@ -231,13 +232,15 @@ class PeerChannel:
     """Outgoing requests to other nodes, one lazily opened connection per node. Owned by one
     asyncio event loop; every method must be called on its thread."""
 
-    def __init__(self, node_id: int, peers: Mapping[int, tuple[str, int]], rng: random.Random, *,
+    def __init__(self, node_id: int, peers: Mapping[int, tuple[str, int]] | AddressBook, rng: random.Random, *,
                  request_timeout_ms: int = broker_default("replica.socket.timeout.ms")) -> None:
         self.node_id = node_id
         self.client_id = f"broker-{node_id}"
         self.request_timeout_ms = request_timeout_ms
         self._rng = rng
-        self._addresses = dict(peers)
+        # Where each node listens: fixed, or looked up when a connection is first needed (a
+        # broker of a cluster finds its peers in the metadata image, where they registered).
+        self._address_of: AddressBook = dict(peers).get if isinstance(peers, Mapping) else peers
         self._connections: dict[int, PeerConnection] = {}
 
     def send(self, destination: int, api_key: int, api_version: int, body: Any,
@@ -246,9 +249,9 @@ class PeerChannel:
         ``timeout_ms`` replaces the channel's request timeout for this request."""
         connection = self._connections.get(destination)
         if connection is None:
-            address = self._addresses.get(destination)
+            address = self._address_of(destination)
             if address is None:
-                raise UnknownPeerError(f"no address for node {destination}; known: {sorted(self._addresses)}")
+                raise UnknownPeerError(f"no address for node {destination}")
             connection = self._connections[destination] = PeerConnection(destination, address, self)
         deadline_s = asyncio.get_running_loop().time() + (timeout_ms or self.request_timeout_ms) / 1000
         connection.enqueue(OutgoingRequest(api_key, api_version, body, on_response, on_failure, deadline_s))
@@ -274,4 +277,4 @@ class PeerChannel:
         self._connections.clear()
 
 
-__all__ = ["PeerChannel", "PeerConnection", "PeerQueueFullError", "UnknownPeerError"]
+__all__ = ["AddressBook", "PeerChannel", "PeerConnection", "PeerQueueFullError", "UnknownPeerError"]

@@ -21,7 +21,9 @@ timer task early only when it queued a task due before the task's current sleep 
 parked with max_wait_ms=20 while the timer sleeps until t+200); any other request leaves it
 asleep, which saves two loop iterations per request.
 
-Shutdown (SIGTERM, SIGINT or :meth:`KafkaServer.stop`) stops accepting, closes every connection,
+Shutdown (SIGTERM, SIGINT or :meth:`KafkaServer.stop`) of a cluster's broker begins with a
+controlled shutdown: the controller moves the broker's leaderships to other in-sync replicas
+while it still serves. Then the server stops accepting, closes every connection,
 then flushes every log and writes the checkpoints and the clean-shutdown marker, so a restart
 on the same data directory serves everything that was acknowledged.
 
@@ -44,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kafkalab.broker.broker import Broker
+from kafkalab.broker.lifecycle import BrokerState
 from kafkalab.broker.request import Outgoing
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker, static_properties
@@ -57,6 +60,11 @@ from kafkalab.server.peer_driver import PeerDriver
 from kafkalab.timer import TimerDriver
 
 CONNECTIONS_MAX = 1000  # max.connections is unbounded in Kafka; a teaching broker caps it
+# How long SIGTERM lets the controller move a broker's leaderships away before the broker stops
+# anyway: well inside server-start's 10 s shutdown bound, and a controller answers in one or two
+# heartbeats when it is up.
+CONTROLLED_SHUTDOWN_WAIT_S = 5.0
+CONTROLLED_SHUTDOWN_POLL_S = 0.02
 
 log = logging.getLogger("kafkalab.server")
 
@@ -104,8 +112,8 @@ class KafkaServer:
         # and where the other nodes listen, for the requests it sends them (followers' Fetch, markers).
         self._peers = dict(peers) if peers is not None else None
         self._controller_address = controller_address  # (controller id, its controller listener)
-        # A broker of a cluster learns the metadata from the controller over the network.
-        assert controller_address is None or peers is not None, "a cluster's broker needs its peers' addresses"
+        # A broker of a cluster learns the metadata from the controller over the network, and
+        # finds the other brokers where they registered unless ``peers`` fixes their addresses.
         self.peers: PeerDriver | None = None
         self._rng = random.Random(seed)
         self._frame_bytes_max = int(self.properties.get("socket.request.max.bytes", FRAME_BYTES_MAX))
@@ -138,17 +146,15 @@ class KafkaServer:
             settings = self._settings(bound_host, bound_port)
             self.broker = open_broker(self.data_dir, self.properties, settings, self.clock, self._rng,
                                       in_cluster=self._controller_address is not None)
-            if self._peers is not None:
+            if self._controller_address is not None:
                 timeout_ms = broker_value(self.broker.config_store.layers(), str(settings.node_id),
                                           "replica.socket.timeout.ms")
                 assert isinstance(timeout_ms, int)
-                channel = PeerChannel(settings.node_id, self._peers, random.Random(self._rng.getrandbits(64)),
-                                      request_timeout_ms=timeout_ms)
-                to_controller = None
-                if self._controller_address is not None:
-                    controller_id, address = self._controller_address
-                    to_controller = (controller_id, PeerChannel(
-                        settings.node_id, {controller_id: address}, random.Random(self._rng.getrandbits(64))))
+                channel = PeerChannel(settings.node_id, self._peer_address if self._peers is None else self._peers,
+                                      random.Random(self._rng.getrandbits(64)), request_timeout_ms=timeout_ms)
+                controller_id, address = self._controller_address
+                to_controller = (controller_id, PeerChannel(
+                    settings.node_id, {controller_id: address}, random.Random(self._rng.getrandbits(64))))
                 self.peers = PeerDriver(self.broker, channel, self._after_peer_answer, to_controller)
         except BaseException:
             for server in (self._server, *self._extra_servers):
@@ -156,6 +162,11 @@ class KafkaServer:
             raise
         self._timer = asyncio.create_task(self._run_timer(self.broker))
         return bound_host, bound_port
+
+    def _peer_address(self, node_id: int) -> tuple[str, int] | None:
+        """Where broker ``node_id`` listens, as it registered (the metadata image's endpoint)."""
+        registration = None if self.broker is None else self.broker.image.brokers.get(node_id)
+        return None if registration is None else (registration.host, registration.port)
 
     def _settings(self, bound_host: str, bound_port: int) -> BrokerSettings:
         settings = BrokerSettings.from_properties(self.properties, bound_host=bound_host, bound_port=bound_port)
@@ -266,6 +277,8 @@ class KafkaServer:
         if self.stopping.is_set():
             await self._stopped.wait()
             return
+        self.stopping.set()
+        await self._controlled_shutdown()
         await self._close_sockets("the server is stopping")
         await asyncio.sleep(0)  # let the transports report connection_lost
         for server in (self._server, *self._extra_servers):
@@ -277,6 +290,25 @@ class KafkaServer:
         finally:
             self.broker = None
             self._stopped.set()
+
+    async def _controlled_shutdown(self) -> None:
+        """A running broker of a cluster first asks the controller to move its leaderships
+        away (heartbeat ``want_shut_down``), serving clients meanwhile, until the controller
+        answers ``should_shut_down`` or ``CONTROLLED_SHUTDOWN_WAIT_S`` passes; then it stops
+        anyway, as Kafka's broker does when its controlled shutdown times out."""
+        broker = self.broker
+        lifecycle = None if broker is None else broker.lifecycle
+        if broker is None or lifecycle is None or self.peers is None or lifecycle.state is not BrokerState.RUNNING:
+            return
+        lifecycle.begin_controlled_shutdown(broker.timer.now_ms())
+        self.peers.pump()
+        try:
+            async with asyncio.timeout(CONTROLLED_SHUTDOWN_WAIT_S):
+                while lifecycle.state is not BrokerState.SHUTTING_DOWN:
+                    await asyncio.sleep(CONTROLLED_SHUTDOWN_POLL_S)
+        except TimeoutError:
+            log.warning("the controller did not release broker %s within %s s; stopping anyway",
+                        broker.settings.node_id, CONTROLLED_SHUTDOWN_WAIT_S)
 
     async def _close_sockets(self, reason: str) -> None:
         """Stop listening and the timer, close every client connection with ``reason``, and

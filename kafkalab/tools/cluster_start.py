@@ -1,35 +1,33 @@
 """``kafkalab cluster-start``: a KRaft cluster of real processes in one command, for a learner.
 
-    kafkalab cluster-start --nodes 1 --data-dir /tmp/kl-cluster
+    kafkalab cluster-start --nodes 3 --data-dir /tmp/kl-cluster
 
 does what a Kafka user does by hand, node by node:
 
-1. writes ``<data-dir>/node-<id>/server.properties`` with Kafka's KRaft keys -- node 1 is a
-   combined node (``process.roles=broker,controller``) and the only voter
-   (``controller.quorum.voters=1@127.0.0.1:<controller port>``); nodes 2, 3 ... are brokers that
-   reach it through ``controller.listener.names=CONTROLLER``;
+1. writes ``<data-dir>/node-<id>/server.properties`` with Kafka's KRaft keys. ``--nodes 1`` is
+   one combined node (``process.roles=broker,controller``), its own quorum. With more nodes,
+   nodes 1 .. N are brokers (``process.roles=broker``) and node N+1 is a dedicated controller
+   (``process.roles=controller``), the quorum's only voter
+   (``controller.quorum.voters=4@127.0.0.1:<controller port>``); brokers reach it through
+   ``controller.listener.names=CONTROLLER``, register there and fetch ``__cluster_metadata``
+   from it, and forward admin requests (CreateTopics and the like) to it;
 2. formats every node's directory with one cluster id (``storage random-uuid``, then
    ``storage format -t``), unless an earlier run did: a second ``cluster-start`` on the same
    directory restarts the same cluster, with its data;
-3. starts one ``kafkalab server-start <server.properties>`` process per node, waits until each
-   listens, and prints the bootstrap servers::
+3. starts one ``kafkalab server-start <server.properties>`` process per node -- the controller
+   first -- waits until each listens, and prints the bootstrap servers::
 
-       kafkalab cluster started: bootstrap servers 127.0.0.1:9092
-       node 1 (broker,controller) 127.0.0.1:9092, controller 127.0.0.1:9093, log /tmp/kl-cluster/node-1/server.log
+       kafkalab cluster started: bootstrap servers 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
+       node 1 (broker) 127.0.0.1:9092, log /tmp/kl-cluster/node-1/server.log
+       ...
+       node 4 (controller) 127.0.0.1:9095, log /tmp/kl-cluster/node-4/server.log
 
 4. waits; a node that exits (a learner's ``kill -9``) is reported and the others keep running.
-   Ctrl-C or SIGTERM stops every node with SIGTERM (a clean shutdown each), SIGKILL after
-   ``STOP_TIMEOUT_S``.
+   Ctrl-C or SIGTERM stops the brokers with SIGTERM (a controlled shutdown each, which needs
+   the controller), then the controller; SIGKILL after ``STOP_TIMEOUT_S``.
 
 Ports: brokers listen on ``--base-port``, ``--base-port + 1`` ...; the controller on the port after
 the last broker's. ``--base-port 0`` lets the operating system choose free ports (tests).
-
-Brokers already register, heartbeat, propose ISR changes and fetch ``__cluster_metadata`` over
-TCP (:mod:`kafkalab.server.controller_server`, :mod:`kafkalab.server.peer_driver`). A broker in
-a process of its own also needs the controller for what it still asks in process -- creating
-topics, allocating producer ids -- and the controller a metadata log on disk; until then
-``--nodes`` above 1 is refused rather than starting nodes that would each be a cluster of their
-own.
 """
 
 from __future__ import annotations
@@ -54,23 +52,19 @@ from kafkalab.storage.partition_metadata import random_topic_id
 
 EXIT_FAILURE = 1
 NODES_MAX = 9  # a teaching cluster; each node is a Python process on the learner's machine
-NODES_SUPPORTED = 1  # nodes a cluster of processes can have until brokers register over the wire
 HOST = "127.0.0.1"
 POLL_S = 0.2  # how often the supervisor looks for nodes that exited
 
 
 @dataclass(frozen=True, slots=True)
 class NodePlan:
-    """One node's identity and addresses. Immutable."""
+    """One node's identity, roles and addresses. Immutable."""
 
     node_id: int
-    broker_port: int
-    controller_port: int  # the quorum's single voter's port (node 1's)
+    roles: str  # process.roles: "broker,controller", "broker" or "controller"
+    port: int  # where it listens: the broker listener, or a controller's controller listener
+    controller: tuple[int, int]  # the quorum's single voter: (node id, controller port)
     directory: Path
-
-    @property
-    def combined(self) -> bool:
-        return self.node_id == 1
 
     @property
     def config_path(self) -> Path:
@@ -82,33 +76,37 @@ class NodePlan:
 
     def properties(self) -> str:
         """The node's server.properties, in Kafka's keys."""
-        listeners = f"PLAINTEXT://{HOST}:{self.broker_port}"
-        if self.combined:
-            listeners += f",CONTROLLER://{HOST}:{self.controller_port}"
+        controller_id, controller_port = self.controller
+        lines = [f"# kafkalab cluster-start: node {self.node_id}", f"process.roles={self.roles}",
+                 f"node.id={self.node_id}"]
+        if self.roles == "controller":
+            lines.append(f"listeners=CONTROLLER://{HOST}:{self.port}")
+        else:
+            combined = f",CONTROLLER://{HOST}:{controller_port}" if self.roles == "broker,controller" else ""
+            lines += [f"listeners=PLAINTEXT://{HOST}:{self.port}{combined}",
+                      f"advertised.listeners=PLAINTEXT://{HOST}:{self.port}",
+                      "inter.broker.listener.name=PLAINTEXT"]
         return "\n".join([
-            f"# kafkalab cluster-start: node {self.node_id}",
-            f"process.roles={'broker,controller' if self.combined else 'broker'}",
-            f"node.id={self.node_id}",
-            f"listeners={listeners}",
-            f"advertised.listeners=PLAINTEXT://{HOST}:{self.broker_port}",
+            *lines,
             "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            f"controller.quorum.voters=1@{HOST}:{self.controller_port}",
+            f"controller.quorum.voters={controller_id}@{HOST}:{controller_port}",
             f"log.dirs={self.log_dir}",
             "",
         ])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=int, default=1, help=f"how many nodes (1..{NODES_MAX})")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help=f"how many brokers (1..{NODES_MAX}); above 1, a controller node is added")
     parser.add_argument("--data-dir", required=True, help="one directory for every node's config, data and log")
     parser.add_argument("--base-port", type=int, default=9092,
                         help="the first broker's port; the others follow (0: free ports)")
 
 
 def plan(nodes: int, data_dir: Path, base_port: int) -> list[NodePlan]:
-    """Every node's plan; ports fixed from ``base_port``, or free ones when it is 0. A directory
-    an earlier run wrote keeps its ports, so clients' bootstrap servers stay valid."""
+    """Every node's plan, brokers first; ports fixed from ``base_port``, or free ones when it
+    is 0. A directory an earlier run wrote keeps its ports, so clients' bootstrap servers stay
+    valid."""
     earlier = _earlier_ports(data_dir, nodes)
     if earlier is not None:
         broker_ports, controller_port = earlier
@@ -116,15 +114,24 @@ def plan(nodes: int, data_dir: Path, base_port: int) -> list[NodePlan]:
         broker_ports, controller_port = [unused_port(HOST) for _ in range(nodes)], unused_port(HOST)
     else:
         broker_ports, controller_port = [base_port + i for i in range(nodes)], base_port + nodes
-    return [NodePlan(i + 1, broker_ports[i], controller_port, data_dir / f"node-{i + 1}") for i in range(nodes)]
+    if nodes == 1:
+        return [NodePlan(1, "broker,controller", broker_ports[0], (1, controller_port), data_dir / "node-1")]
+    controller_id = nodes + 1
+    brokers = [NodePlan(i + 1, "broker", broker_ports[i], (controller_id, controller_port), data_dir / f"node-{i + 1}")
+               for i in range(nodes)]
+    return [*brokers, NodePlan(controller_id, "controller", controller_port, (controller_id, controller_port),
+                               data_dir / f"node-{controller_id}")]
 
 
 def _earlier_ports(data_dir: Path, nodes: int) -> tuple[list[int], int] | None:
     paths = [data_dir / f"node-{i + 1}" / "server.properties" for i in range(nodes)]
+    if nodes > 1:
+        paths.append(data_dir / f"node-{nodes + 1}" / "server.properties")
     if not all(p.exists() for p in paths):
         return None
-    configs = [kraft_config(read_properties(p)) for p in paths]
-    return [c.broker_listeners[0].port for c in configs], configs[0].voters[1][1]
+    configs = [kraft_config(read_properties(p)) for p in paths[:nodes]]
+    [(_, (_, controller_port))] = configs[0].voters.items()
+    return [c.broker_listeners[0].port for c in configs], controller_port
 
 
 def prepare(plans: list[NodePlan], rng: random.Random) -> str:
@@ -148,6 +155,7 @@ class Supervisor:
 
     def __init__(self) -> None:
         self.nodes: dict[int, ServerProcess] = {}
+        self.controllers: set[int] = set()  # dedicated controller nodes: stopped last
         self.reported: set[int] = set()
         self.stop_requested = threading.Event()
 
@@ -165,30 +173,39 @@ class Supervisor:
                 return
 
     def stop_all(self) -> None:
-        for server in self.nodes.values():
-            if server.process.poll() is None:
-                server.process.send_signal(signal.SIGTERM)
-        for server in self.nodes.values():
-            server.stop()  # waits; SIGKILL after its timeout
+        """Brokers first, each with a controlled shutdown the controller must answer; then the
+        controller."""
+        brokers = {n: s for n, s in self.nodes.items() if n not in self.controllers}
+        for group in (brokers, {n: self.nodes[n] for n in self.controllers if n in self.nodes}):
+            for server in group.values():
+                if server.process.poll() is None:
+                    server.process.send_signal(signal.SIGTERM)
+            for server in group.values():
+                server.stop()  # waits; SIGKILL after its timeout
 
 
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.nodes <= NODES_MAX:
         print(f"kafkalab cluster-start: --nodes must be 1..{NODES_MAX}, got {args.nodes}", file=sys.stderr)
         return EXIT_FAILURE
-    if args.nodes > NODES_SUPPORTED:
-        print(f"kafkalab cluster-start: --nodes {args.nodes} needs brokers that forward admin requests and "
-              "producer-id allocation to the controller over the network, which kafkalab's processes do not do "
-              "yet; run --nodes 1, or the simulated cluster (kafkalab.sim.SimCluster) for replication",
-              file=sys.stderr)
+    data_dir = Path(args.data_dir).resolve()
+    try:
+        earlier = earlier_nodes(data_dir)
+    except KafkaError as error:
+        print(f"kafkalab cluster-start: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    if earlier is not None and earlier != args.nodes:
+        print(f"kafkalab cluster-start: {data_dir} holds a cluster of {earlier} broker(s); start it with "
+              f"--nodes {earlier}, or use another --data-dir", file=sys.stderr)
         return EXIT_FAILURE
     supervisor = Supervisor()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, supervisor.on_signal)
     try:
-        plans = plan(args.nodes, Path(args.data_dir).resolve(), args.base_port)
+        plans = plan(args.nodes, data_dir, args.base_port)
         prepare(plans, random.Random())  # ids must differ between clusters, as Kafka's do
-        for node in plans:
+        supervisor.controllers = {n.node_id for n in plans if n.roles == "controller"}
+        for node in sorted(plans, key=lambda n: n.roles != "controller"):  # the controller first
             supervisor.nodes[node.node_id] = start_server(node.log_dir, config=node.config_path, port=None,
                                                           log_path=node.directory / "server.log")
     except (KafkaError, ServerStartError, OSError) as error:
@@ -202,11 +219,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def earlier_nodes(data_dir: Path) -> int | None:
+    """How many brokers the cluster an earlier run wrote in ``data_dir`` has, if any."""
+    first = data_dir / "node-1" / "server.properties"
+    if not first.exists():
+        return None
+    config = kraft_config(read_properties(first))
+    if config.is_controller:
+        return 1
+    [controller_id] = config.voters
+    return controller_id - 1
+
+
 def _announce(plans: list[NodePlan], supervisor: Supervisor) -> None:
-    bootstrap = ",".join(supervisor.nodes[n.node_id].bootstrap for n in plans)
+    brokers = [n for n in plans if n.roles != "controller"]
+    bootstrap = ",".join(supervisor.nodes[n.node_id].bootstrap for n in brokers)
     print(f"kafkalab cluster started: bootstrap servers {bootstrap}", flush=True)
     for node in plans:
-        roles = "broker,controller" if node.combined else "broker"
-        controller = f", controller {HOST}:{node.controller_port}" if node.combined else ""
-        print(f"node {node.node_id} ({roles}) {supervisor.nodes[node.node_id].bootstrap}{controller}, "
+        controller = f", controller {HOST}:{node.controller[1]}" if node.roles == "broker,controller" else ""
+        print(f"node {node.node_id} ({node.roles}) {supervisor.nodes[node.node_id].bootstrap}{controller}, "
               f"log {node.directory / 'server.log'}", flush=True)

@@ -247,7 +247,7 @@ def test_chapter13_a_task_fires_when_the_wheel_reaches_it(browser_page: tuple[An
     close_chapter(page)
 
 
-def test_chapter10_a_new_member_takes_its_share(browser_page: tuple[Any, Any]) -> None:
+def test_chapter10_a_new_member_takes_its_share(browser_page: tuple[Any, Any], tmp_path: Path) -> None:
     page, widget = run_chapter(browser_page, "10-consumer-groups-and-rebalancing.ipynb", "kafkalab-rebalance-widget")
     before = summary_of(widget)
     assert before.count("partitions") == 3, before  # three members, as the chapter starts them
@@ -258,7 +258,30 @@ def test_chapter10_a_new_member_takes_its_share(browser_page: tuple[Any, Any]) -
     assert len(counts) == 4 and min(counts) >= 1, after
     check_accessible(widget)
     screenshot(page, widget, "widget-10-rebalance.png")
+    check_kip848_race(page, page.locator(".kafkalab-kip848-widget").first, tmp_path)  # same chapter, one run
     close_chapter(page)
+
+
+def check_kip848_race(page: Any, widget: Any, tmp_path: Path) -> None:
+    """Chapter 10's classic-against-KIP-848 widget: a fourth consumer joins both groups."""
+    from kafkalab.viz.kip848 import ProtocolRace, summary
+
+    race = ProtocolRace(tmp_path / "race")  # as show_kip848 starts it live: three consumers, 8 s
+    try:
+        for _ in range(3):
+            race.add()
+        race.advance(8_000)
+        race.add()
+        race.advance(5_000)
+        expected = summary(race.race())
+    finally:
+        race.close()
+    widget.scroll_into_view_if_needed()
+    widget.locator("button", has_text="add consumer").click()
+    widget.locator("button", has_text="advance").click()  # 5 s
+    assert wait_for_summary(page, widget, "t = 13.0 s") == expected
+    check_accessible(widget)
+    screenshot(page, widget, "widget-10-kip848.png")
 
 
 def test_chapter10_the_assignor_grid_follows_the_assignor(browser_page: tuple[Any, Any]) -> None:

@@ -39,6 +39,7 @@ from tests.java_client import JavaClient, java_client
 PARTITIONS = 6
 PER_PARTITION = 5
 SESSION_TIMEOUT_MS = 3000
+STATIC_SESSION_TIMEOUT_MS = 20_000
 OVERRIDES = ["group.consumer.heartbeat.interval.ms=500", f"group.consumer.session.timeout.ms={SESSION_TIMEOUT_MS}"]
 DEADLINE_S = 40.0  # JVM start-up and the first write to __consumer_offsets take a few seconds
 
@@ -200,21 +201,29 @@ def test_killed_member_partitions_move_after_its_session_timeout(proxied, topic_
 
 
 @pytest.mark.timeout(120)
-def test_a_static_member_comes_back_to_its_partitions_without_a_rebalance(proxied, topic_name, members):
-    client = java_client()
-    bootstrap, _ = proxied
-    create_topic(bootstrap, topic_name, partitions=PARTITIONS)
-    group = "kip848-static"
-    members += [Member(client, bootstrap, topic_name, group, instance_id=f"instance-{i}") for i in range(2)]
-    assert _until(lambda: _split_evenly(members, 2)), [m.lines for m in members]
-    first, other = members
-    before, changes = first.assignment(), len(other.saw("assigned"))
-    first.stop()  # close(): a static member leaves with member epoch -2 and keeps its partitions
-    back = Member(client, bootstrap, topic_name, group, instance_id="instance-0")
-    members.append(back)
-    assert _until(lambda: back.assignment() == before), back.lines
-    time.sleep(1)
-    assert len(other.saw("assigned")) == changes, "the other member's assignment moved"
+def test_a_static_member_comes_back_to_its_partitions_without_a_rebalance(tmp_path: Path, topic_name, members):
+    # The returning member is a new JVM, which may take longer than the 3 s session of the other
+    # tests to start on a loaded machine: this server keeps a static member's session 20 s.
+    server = start_server(tmp_path / "data", overrides=[
+        "group.consumer.heartbeat.interval.ms=500", f"group.consumer.session.timeout.ms={STATIC_SESSION_TIMEOUT_MS}"])
+    try:
+        client, bootstrap = java_client(), server.bootstrap
+        create_topic(bootstrap, topic_name, partitions=PARTITIONS)
+        group = "kip848-static"
+        members += [Member(client, bootstrap, topic_name, group, instance_id=f"instance-{i}") for i in range(2)]
+        assert _until(lambda: _split_evenly(members, 2)), [m.lines for m in members]
+        first, other = members
+        before, changes = first.assignment(), len(other.saw("assigned"))
+        first.stop()  # close(): a static member leaves with member epoch -2 and keeps its partitions
+        left_at = time.monotonic()
+        back = Member(client, bootstrap, topic_name, group, instance_id="instance-0")
+        members.append(back)
+        assert _until(lambda: back.assignment() == before), back.lines
+        assert back.lines[0][0] - left_at < STATIC_SESSION_TIMEOUT_MS / 1000, "the member came back too late"
+        time.sleep(1)
+        assert len(other.saw("assigned")) == changes, "the other member's assignment moved"
+    finally:
+        server.stop()
 
 
 @pytest.mark.timeout(180)

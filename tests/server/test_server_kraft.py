@@ -61,19 +61,20 @@ def test_invalid_combination_refused_before_anything_starts(tmp_path: Path, caps
     assert "controller.listener.names must contain at least one value appearing in the 'listeners'" in stderr
 
 
-def test_nodes_kafkalab_cannot_run_as_processes_yet_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A broker-only node or a multi-voter quorum would silently be a cluster of its own."""
+def test_quorums_kafkalab_processes_cannot_run_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kafkalab's processes run a one-voter quorum, and a combined node is that voter."""
     port = unused_port()
-    broker_only = tmp_path / "broker.properties"
-    broker_only.write_text(f"process.roles=broker\nnode.id=2\nlisteners=PLAINTEXT://127.0.0.1:0\n"
-                           f"controller.listener.names=CONTROLLER\ncontroller.quorum.voters=1@127.0.0.1:{port}\n"
-                           f"log.dirs={tmp_path / 'b'}\n")
-    assert "process.roles=broker is not supported yet" in refused(capsys, "server-start", str(broker_only))
     three_voters = write_properties(tmp_path / "three.properties", 1, port, tmp_path / "c")
     text = three_voters.read_text().replace(f"voters=1@127.0.0.1:{port}",
                                             f"voters=1@127.0.0.1:{port},2@127.0.0.1:1,3@127.0.0.1:2")
     three_voters.write_text(text)
-    assert "must be only node 1, got [1, 2, 3]" in refused(capsys, "server-start", str(three_voters))
+    assert "must name one controller, this node 1; got [1, 2, 3]" in refused(capsys, "server-start", str(three_voters))
+    broker_only = tmp_path / "broker.properties"
+    broker_only.write_text(f"process.roles=broker\nnode.id=2\nlisteners=PLAINTEXT://127.0.0.1:0\n"
+                           f"controller.listener.names=CONTROLLER\n"
+                           f"controller.quorum.voters=1@127.0.0.1:{port},3@127.0.0.1:{port + 1}\n"
+                           f"log.dirs={tmp_path / 'b'}\n")
+    assert "must name one controller; got [1, 3]" in refused(capsys, "server-start", str(broker_only))
 
 
 def test_kafka_quickstart_dynamic_quorum_with_standalone_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

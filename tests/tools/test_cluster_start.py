@@ -89,9 +89,15 @@ def test_one_command_cluster_serves_clients_and_restarts_with_its_data(tmp_path:
     assert meta_properties.read(tmp_path / "node-1" / "data") == first  # the same cluster
 
 
-def test_more_nodes_than_processes_can_join_are_refused(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "kafkalab", "cluster-start", "--nodes", "3",
+def test_a_directory_restarts_only_with_the_node_count_it_was_made_with(tmp_path: Path) -> None:
+    from kafkalab.tools.cluster_start import NodePlan, plan, prepare
+    import random
+    plans = plan(3, tmp_path, 0)
+    assert [(n.node_id, n.roles) for n in plans] == [(1, "broker"), (2, "broker"), (3, "broker"), (4, "controller")]
+    prepare(plans, random.Random(5))
+    assert isinstance(plans[0], NodePlan) and "controller.quorum.voters=4@127.0.0.1:" in plans[0].config_path.read_text()
+    done = subprocess.run([sys.executable, "-m", "kafkalab", "cluster-start", "--nodes", "2",
                            "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=WAIT_S)
     assert done.returncode == 1
-    assert "--nodes 3 needs brokers that forward admin requests and producer-id allocation" in done.stderr
-    assert not any(tmp_path.iterdir())  # nothing written, nothing started
+    assert "holds a cluster of 3 broker(s); start it with --nodes 3" in done.stderr
+    assert plan(3, tmp_path, 0) == plans  # a later run keeps every port
