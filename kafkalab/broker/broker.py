@@ -32,6 +32,12 @@ timer's current time -- every due task runs inside that call -- and :meth:`next_
 tells it how long it may sleep (see :mod:`kafkalab.timer.driver`). Nothing runs behind the
 adapter's back, so a ManualClock test drives retention exactly like the server does.
 
+Admin requests (CreateTopics, configs, ElectLeaders, reassignments, DescribeQuorum) are the
+controller's: a lone broker, its own controller, runs the controller's handlers in process
+(:mod:`kafkalab.controller.controller_apis`); a cluster's broker forwards them in an Envelope
+(:mod:`kafkalab.broker.forwarding`) among the requests it owes the controller
+(:meth:`Broker.controller_requests`), with its AllocateProducerIds.
+
 A failed disk is Kafka's log-directory failure (:mod:`kafkalab.storage.log_dir_failure`): the
 first I/O error in a log directory takes it offline in :attr:`Broker.log_dir_failures`, and
 from then on Produce, Fetch and ListOffsets answer KAFKA_STORAGE_ERROR (56) for its partitions

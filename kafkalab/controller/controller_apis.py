@@ -123,10 +123,9 @@ class ControllerApis:
         return _CT(topics=tuple(self._create_one(topic, body.validate_only) for topic in body.topics))
 
     def _create_one(self, topic: Any, validate_only: bool) -> Any:
+        configs = {c.name: c.value for c in topic.configs if c.value is not None}
         try:
-            partitions, factor, assignment = self._shape(topic)
-            configs = {c.name: c.value for c in topic.configs if c.value is not None}
-            validate_topic_configs(configs)
+            partitions, factor, assignment = self._shape(topic, configs)
             if validate_only:
                 self.controller.create_topic(topic.name, partitions, factor, assignment=assignment,
                                              validate_only=True)
@@ -137,12 +136,14 @@ class ControllerApis:
         return _CTR(name=topic.name, topic_id=created.topic_id, error_code=0, num_partitions=partitions,
                     replication_factor=factor, configs=self._created_configs(topic.name))
 
-    def _shape(self, topic: Any) -> tuple[int, int, list[tuple[int, ...]] | None]:
-        """(partitions, replication factor, manual assignment or None), checked as Kafka's
-        ``ReplicationControlManager.createTopic`` checks them before placing anything."""
+    def _shape(self, topic: Any, configs: dict[str, str]) -> tuple[int, int, list[tuple[int, ...]] | None]:
+        """(partitions, replication factor, manual assignment or None), checked in the order
+        of Kafka's ``ReplicationControlManager.createTopics``: the name, whether the topic
+        exists, its configs, then the partitions and their replicas."""
         validate_topic_name(topic.name)
         if topic.name in self.controller.image.topics:
             raise TopicError(f"Topic '{topic.name}' already exists.", error_code=ErrorCode.TOPIC_ALREADY_EXISTS)
+        validate_topic_configs(configs)
         if topic.assignments:
             for field, value in (("replication factor", topic.replication_factor),
                                  ("numPartitions", topic.num_partitions)):

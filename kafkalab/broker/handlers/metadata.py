@@ -72,6 +72,8 @@ def _describe_topic(broker: Broker, name: str, may_create: bool) -> Any:
 
 
 def auto_create_topic(broker: Broker, name: str) -> TopicInfo:
-    """Create ``name`` with the broker's default partition count (auto.create.topics.enable)."""
+    """Create ``name`` with the broker's default partition count (auto.create.topics.enable): at
+    once on a lone broker; a cluster's asks the controller and answers LEADER_NOT_AVAILABLE
+    until the topic arrives (Kafka's AutoTopicCreationManager)."""
     validate_topic_name(name)
     return broker.topics.create(name, broker.settings.num_partitions, broker.settings.default_replication_factor)
