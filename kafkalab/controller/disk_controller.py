@@ -37,6 +37,7 @@ from pathlib import Path
 from kafkalab.clock import Clock
 from kafkalab.config.definitions import broker_default
 from kafkalab.controller.controller_node import ControllerNode
+from kafkalab.controller.describe_quorum import QuorumNode
 from kafkalab.controller.heartbeats import BrokerHeartbeatManager
 from kafkalab.controller.local import LocalController
 from kafkalab.metadata.image import MetadataImage
@@ -80,7 +81,7 @@ class DiskController:
 
 
 def open_controller_node(metadata_log_dir: Path, cluster_id: str, properties: Mapping[str, str],
-                         clock: Clock, rng: random.Random) -> DiskController:
+                         clock: Clock, rng: random.Random, identity: QuorumNode | None = None) -> DiskController:
     """The active controller of a one-voter quorum over ``metadata_log_dir``, configured by its
     server.properties, activated as of ``clock``'s now."""
     settings = ControllerSettings.from_properties(properties)
@@ -92,7 +93,7 @@ def open_controller_node(metadata_log_dir: Path, cluster_id: str, properties: Ma
     controller = LocalController([], rng, StorageRecordLog(log), image, clock.milliseconds, policy)
     node = ControllerNode(controller, cluster_id, BrokerHeartbeatManager(settings.session_timeout_ms),
                           lambda topic: unclean_enabled(controller.image, topic, settings.unclean_leader_election),
-                          properties)
+                          properties, node=identity)
     node.activate(clock.milliseconds())
     return DiskController(node, log)
 

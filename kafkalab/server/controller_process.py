@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafkalab.clock import Clock, SystemClock
+from kafkalab.controller.describe_quorum import QuorumNode
 from kafkalab.controller.disk_controller import DiskController, open_controller_node
 from kafkalab.server.controller_server import ControllerServer
 from kafkalab.server.server import is_loopback
@@ -43,13 +44,14 @@ class ControllerProcess:
 
     def __init__(self, metadata_log_dir: Path, cluster_id: str, properties: Mapping[str, str], *,
                  host: str = "127.0.0.1", port: int = 9093, allow_remote: bool = False,
-                 clock: Clock | None = None, seed: int | None = None) -> None:
+                 clock: Clock | None = None, seed: int | None = None, node: QuorumNode | None = None) -> None:
         if not is_loopback(host) and not allow_remote:
             raise ConfigError(f"refusing to listen on {host!r}: kafkalab serves 127.0.0.1 unless remote access "
                               "is allowed explicitly (--allow-remote)")
         self.metadata_log_dir = Path(metadata_log_dir)
         self.cluster_id = cluster_id
         self.properties = dict(properties)
+        self.node = node  # its id and advertised controller endpoint, for DescribeQuorum
         self.host, self.port = host, port
         self.clock = clock or SystemClock()
         self._rng = random.Random(seed)
@@ -62,7 +64,7 @@ class ControllerProcess:
     async def start(self) -> tuple[str, int]:
         """Replay the metadata log, then listen; returns the bound (host, port)."""
         self.controller = open_controller_node(self.metadata_log_dir, self.cluster_id, self.properties,
-                                               self.clock, self._rng)
+                                               self.clock, self._rng, self.node)
         self._server = ControllerServer(self.controller.node, self.clock, self.host, self.port)
         try:
             return await self._server.start()

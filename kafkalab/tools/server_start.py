@@ -62,6 +62,7 @@ from kafkalab.broker.settings import parse_listener
 from kafkalab.broker.storage_format import initialize_log_dirs
 from kafkalab.clock import SystemClock
 from kafkalab.config.kraft import KRaftConfig, kraft_config
+from kafkalab.controller.describe_quorum import QuorumNode
 from kafkalab.config.store import read_properties
 from kafkalab.errors import ConfigError, KafkaError
 from kafkalab.metadata.dynamic_voters import read_bootstrap_voters
@@ -184,8 +185,10 @@ def _controller_process(args: argparse.Namespace, config: KRaftConfig, propertie
     listener = config.controller_listeners[0]
     host = args.host or listener.host or "127.0.0.1"
     port = args.port if args.port is not None else listener.port
+    advertised_host, advertised_port = _controller_endpoint(config)
     return ControllerProcess(Path(config.metadata_log_dir), identity.cluster_id, properties, host=host, port=port,
-                             allow_remote=args.allow_remote)
+                             allow_remote=args.allow_remote,
+                             node=QuorumNode(config.node_id, advertised_host, advertised_port))
 
 
 def _halt(reason: str) -> None:

@@ -4,13 +4,18 @@ formatted as ``kafkalab cluster-start --nodes 3`` does, each its own ``kafkalab 
 
 kafka-python's admin client creates a topic with replication factor 3 through a broker (which
 forwards CreateTopics to the controller); an idempotent producer writes with acks=all and
-``min.insync.replicas=2``. The slow test then SIGKILLs the partition leader's process, then the
+``min.insync.replicas=2``. Kafka's Java producer, confluent-kafka, aiokafka and kcat (when
+installed) each write and read back a topic of their own. The slow test then SIGKILLs the partition leader's process, then the
 controller's, and restarts both: the producer carries on, and every acknowledged record is read
 back once, in order.
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -105,26 +110,141 @@ def test_three_broker_processes_replicate_a_topic_created_by_a_client(cluster: P
     finally:
         producer.close(2)
     assert _read_all(cluster.bootstrap, "orders", BATCH) == [f"r{i}".encode() for i in range(BATCH)]
+    # DescribeQuorum, forwarded by a broker, is answered by the controller process: node 4.
+    status = subprocess.run([sys.executable, "-m", "kafkalab", "metadata-quorum", "--bootstrap-server",
+                             cluster.bootstrap.split(",")[0], "describe", "--status"],
+                            capture_output=True, text=True, timeout=WAIT_S, check=True).stdout
+    assert re.search(r"^LeaderId:\s+4$", status, re.MULTILINE) and re.search(r"^CurrentVoters:\s+\[\{\"id\": 4", status,
+                                                                          re.MULTILINE), status
+
+
+def test_every_client_writes_acks_all_and_reads_back(cluster: ProcessCluster) -> None:
+    """Kafka's Java producer, confluent-kafka, aiokafka and kcat against the three brokers,
+    each on its own RF=3 topic; each client reads its records back (kcat, when installed)."""
+    import asyncio
+    import shutil
+    import subprocess
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from confluent_kafka import Consumer, Producer, TopicPartition as CkTopicPartition
+
+    from tests.java_client import java_client
+
+    bootstrap = cluster.bootstrap
+    for topic in ("java", "librdkafka", "aiokafka", "kcat"):
+        _create(bootstrap, topic)
+    until(lambda: all(_leader_and_isr(bootstrap, t)[1] == [1, 2, 3] for t in ("java", "librdkafka", "aiokafka")),
+          "three in-sync replicas each")
+    out = java_client().run("IdempotentProducer", "", bootstrap, "java", str(BATCH), timeout_s=60)
+    assert sorted(map(int, out.split())) == list(range(BATCH))
+    assert len(_read_all(bootstrap, "java", BATCH)) == BATCH
+
+    common = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10_000}
+    producer = Producer({**common, "acks": "all", "enable.idempotence": True, "linger.ms": 2})
+    for i in range(BATCH):
+        producer.produce("librdkafka", value=f"ck-{i}".encode(), partition=0)
+    assert producer.flush(WAIT_S) == 0
+    consumer = Consumer({**common, "group.id": "unused", "enable.auto.commit": False})
+    try:
+        consumer.assign([CkTopicPartition("librdkafka", 0, 0)])
+        values = []
+        while len(values) < BATCH:
+            message = consumer.poll(WAIT_S)
+            assert message is not None and message.error() is None, message and message.error()
+            values.append(message.value())
+    finally:
+        consumer.close()
+    assert values == [f"ck-{i}".encode() for i in range(BATCH)]
+
+    async def aiokafka_round_trip() -> list[bytes]:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True) as sender:
+            for i in range(BATCH):
+                await sender.send_and_wait("aiokafka", f"ai-{i}".encode(), partition=0)
+        async with AIOKafkaConsumer("aiokafka", bootstrap_servers=bootstrap, auto_offset_reset="earliest") as reader:
+            return [(await reader.getone()).value for _ in range(BATCH)]
+
+    assert asyncio.run(asyncio.wait_for(aiokafka_round_trip(), WAIT_S)) == [f"ai-{i}".encode() for i in range(BATCH)]
+
+    kcat = shutil.which("kcat")
+    if kcat is not None:
+        lines = "".join(f"kc-{i}\n" for i in range(BATCH))
+        subprocess.run([kcat, "-b", bootstrap, "-P", "-t", "kcat", "-p", "0", "-X", "acks=all"], input=lines,
+                       text=True, check=True, timeout=WAIT_S)
+        read = subprocess.run([kcat, "-b", bootstrap, "-C", "-t", "kcat", "-p", "0", "-o", "beginning", "-e"],
+                              capture_output=True, text=True, check=True, timeout=WAIT_S)
+        assert read.stdout.split() == [f"kc-{i}" for i in range(BATCH)]
+
+
+class SteadyProducer:
+    """An idempotent acks=all producer sending one record every few milliseconds in a thread,
+    recording which values were acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.producer = _producer(bootstrap)
+        self.topic = topic
+        self.acknowledged: list[bytes] = []
+        self.failed: list[Exception] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            value = f"r{i}".encode()
+            future = self.producer.send(self.topic, value, partition=0)
+            future.add_callback(lambda _metadata, v=value: self.acknowledged.append(v))
+            future.add_errback(self.failed.append)
+            i += 1
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(WAIT_S)
+        self.producer.flush(WAIT_S)
+        self.producer.close(2)
+
+
+def _read_at_least(consumer: KafkaConsumer, read: list[bytes], count: int) -> None:
+    """Poll (the producer may still be writing) until ``read`` holds ``count`` records."""
+    deadline = time.monotonic() + WAIT_S
+    while len(read) < count and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=500).values():
+            read += [r.value for r in records]
 
 
 @pytest.mark.slow
-def test_sigkill_of_the_leader_then_of_the_controller_loses_no_acknowledged_record(cluster: ProcessCluster) -> None:
+def test_sigkill_of_the_leader_then_of_the_controller_under_load_loses_no_acknowledged_record(
+        cluster: ProcessCluster) -> None:
     _create(cluster.bootstrap, "orders")
     until(lambda: _leader_and_isr(cluster.bootstrap, "orders")[1] == [1, 2, 3], "the topic on three brokers")
-    producer = _producer(cluster.bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False,
+                             metadata_max_age_ms=1_000)
+    consumer.assign([TopicPartition("orders", 0)])
+    consumer.seek_to_beginning()
+    read: list[bytes] = []
+    steady = SteadyProducer(cluster.bootstrap, "orders")
     try:
-        assert _produce(producer, "orders", 0) == list(range(BATCH))
+        until(lambda: len(steady.acknowledged) >= 100, "records acknowledged before the kill")
         leader, _ = _leader_and_isr(cluster.bootstrap, "orders")
         cluster.kill(leader)  # fenced after broker.session.timeout.ms, a new leader from the ISR
         until(lambda: _leader_and_isr(cluster.bootstrap, "orders")[0] not in (leader, -1), "a new leader")
-        assert _produce(producer, "orders", BATCH) == list(range(BATCH, 2 * BATCH))
+        acked = len(steady.acknowledged)
+        until(lambda: len(steady.acknowledged) >= acked + 100, "records acknowledged by the new leader")
+        _read_at_least(consumer, read, acked)  # the consumer follows the leader to its new broker
         cluster.kill(cluster.controller_id)  # the data path needs no controller: the ISR holds 2
-        assert _produce(producer, "orders", 2 * BATCH) == list(range(2 * BATCH, 3 * BATCH))
+        acked = len(steady.acknowledged)
+        until(lambda: len(steady.acknowledged) >= acked + 100, "records acknowledged without a controller")
         cluster.start(cluster.controller_id)  # replays its log; the brokers heartbeat on
         cluster.start(leader)  # registers again, catches up, rejoins the ISR
         until(lambda: _leader_and_isr(cluster.bootstrap, "orders")[1] == [1, 2, 3], "the ISR whole again")
-        assert _produce(producer, "orders", 3 * BATCH) == list(range(3 * BATCH, 4 * BATCH))
+        acked = len(steady.acknowledged)
+        until(lambda: len(steady.acknowledged) >= acked + 100, "records acknowledged after the restarts")
     finally:
-        producer.close(2)
-    values = _read_all(cluster.bootstrap, "orders", 4 * BATCH)
-    assert values == [f"r{i}".encode() for i in range(4 * BATCH)]  # each once, in order
+        steady.stop()
+    assert not steady.failed
+    _read_at_least(consumer, read, len(steady.acknowledged))
+    consumer.close()
+    assert len(read) == len(set(read)), "a record was read twice"
+    assert [int(v[1:]) for v in read] == sorted(int(v[1:]) for v in read), "records out of order"
+    assert set(steady.acknowledged) <= set(read), "an acknowledged record is missing"
