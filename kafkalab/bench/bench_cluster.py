@@ -90,7 +90,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    new = (NewTopic(topic, num_partitions=-1, replica_assignment=assignment) if assignment
+    new = (NewTopic(topic, num_partitions=-1, replication_factor=-1, replica_assignment=assignment) if assignment
            else NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor))
     admin.create_topics([new])[topic].result(DEADLINE_S)
     _until(lambda: all(p.leader >= 0 and len(p.isrs) == replication_factor

@@ -30,7 +30,7 @@ from typing import Any
 
 from kafkalab.broker.lifecycle import ControllerRequest
 from kafkalab.errors import ErrorCode
-from kafkalab.metadata.image import MetadataImage
+from kafkalab.metadata.image import LEADER_RECOVERED, MetadataImage
 from kafkalab.protocol.api_keys import ApiKey
 from kafkalab.protocol.messages.broker_lifecycle import ALTER_PARTITION_REQUEST, ALTER_PARTITION_VERSION
 from kafkalab.replication.partition import AlterPartitionProposal
@@ -78,6 +78,9 @@ class AlterPartitionManager:
             sendable.append(p)
             topics.setdefault(p.topic, []).append(_PARTITION(
                 partition_index=p.partition, leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                # A leader has recovered its partition by the time it proposes an ISR: Kafka's
+                # makeLeader marks one elected uncleanly (RECOVERING) RECOVERED at once (KIP-704).
+                leader_recovery_state=LEADER_RECOVERED,
                 new_isr_with_epochs=tuple(_PARTITION.BrokerState(b, e) for b, e in zip(p.new_isr, p.new_isr_broker_epochs, strict=True))))
         if not sendable:
             return None

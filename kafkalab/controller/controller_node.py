@@ -236,7 +236,7 @@ class ControllerNode:
             return answer(partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
         error, registration = self.controller.alter_partition(
             broker_id, name, p.partition_index, p.leader_epoch, p.partition_epoch,
-            tuple((s.broker_id, s.broker_epoch) for s in p.new_isr_with_epochs))
+            tuple((s.broker_id, s.broker_epoch) for s in p.new_isr_with_epochs), p.leader_recovery_state)
         if error != ErrorCode.NONE or registration is None:
             return answer(partition_index=p.partition_index, error_code=error)
         return answer(partition_index=p.partition_index, error_code=ErrorCode.NONE, leader_id=registration.leader,

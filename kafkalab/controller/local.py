@@ -54,7 +54,9 @@ from dataclasses import replace
 from typing import Any
 
 from kafkalab.controller import record_builders as builders
-from kafkalab.controller.partition_change import Election, change_partition, fence_broker, validate_alter_partition
+from kafkalab.controller.partition_change import (
+    RECOVERED, Election, change_partition, fence_broker, validate_alter_partition,
+)
 from kafkalab.controller.reassignment import Assignment, ReassignmentError, is_reassigning, plan, revert, validate_target
 from kafkalab.controller.record_builders import Change
 from kafkalab.errors import ErrorCode, KafkaError
@@ -365,12 +367,13 @@ class LocalController:
 
     def alter_partition(
         self, broker_id: int, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
-        new_isr: Sequence[tuple[int, int]],
+        new_isr: Sequence[tuple[int, int]], leader_recovery_state: int = RECOVERED,
     ) -> tuple[ErrorCode, PartitionRegistration | None]:
-        """A leader's ISR proposal (AlterPartition): (NONE, the new registration) or (error, None)."""
+        """A leader's ISR proposal (AlterPartition): (NONE, the new registration) or (error, None).
+        Its leader recovery state is written too: a leader elected uncleanly says RECOVERED."""
         current = self.image.partition(topic, partition)
         error = validate_alter_partition(current, broker_id, leader_epoch, partition_epoch, new_isr,
-                                         self.image.brokers)
+                                         self.image.brokers, leader_recovery_state=leader_recovery_state)
         if error != ErrorCode.NONE:
             return error, None
         assert current is not None
@@ -378,7 +381,7 @@ class LocalController:
 
         def acceptable(replica: int) -> bool:
             return replica in brokers and not brokers[replica].fenced
-        changed = change_partition(current, [b for b, _ in new_isr], acceptable)
+        changed = change_partition(current, [b for b, _ in new_isr], acceptable, target_recovery=leader_recovery_state)
         if changed is None:
             return ErrorCode.NONE, current
         self._commit(builders.partition_changes(self.image, [(topic, partition, changed)]))

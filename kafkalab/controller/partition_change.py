@@ -46,9 +46,11 @@ from dataclasses import replace
 
 from kafkalab.controller.reassignment import Assignment, complete
 from kafkalab.errors import ErrorCode
-from kafkalab.metadata.image import NO_BROKER_EPOCH, NO_LEADER, BrokerRegistration, PartitionRegistration
+from kafkalab.metadata.image import (
+    LEADER_RECOVERED, LEADER_RECOVERING, NO_BROKER_EPOCH, NO_LEADER, BrokerRegistration, PartitionRegistration,
+)
 
-RECOVERED, RECOVERING = 0, 1  # Kafka's LeaderRecoveryState
+RECOVERED, RECOVERING = LEADER_RECOVERED, LEADER_RECOVERING
 
 
 class Election(enum.Enum):
@@ -84,10 +86,12 @@ def elect_leader(
 def change_partition(
     registration: PartitionRegistration, target_isr: Sequence[int], acceptable: Callable[[int], bool],
     election: Election = Election.ONLINE, assignment: Assignment | None = None,
+    target_recovery: int | None = None,
 ) -> PartitionRegistration | None:
     """The next registration for ``target_isr`` and ``assignment`` (default: unchanged),
     completing a reassignment the ISR allows and electing a leader if needed; None if nothing
-    changes."""
+    changes. ``target_recovery`` is the leader recovery state a leader's AlterPartition asks
+    for (KIP-704: RECOVERED once the leader elected uncleanly has taken over)."""
     assignment = Assignment.of(registration) if assignment is None else assignment
     completed = complete(assignment, target_isr)
     if completed is not None:
@@ -97,8 +101,11 @@ def change_partition(
     recovery = registration.leader_recovery_state
     if leader != registration.leader and unclean:
         isr, recovery = (leader,), RECOVERING
-    elif target_isr and tuple(target_isr) != isr:
-        isr = tuple(target_isr)
+    else:
+        if target_isr and tuple(target_isr) != isr:
+            isr = tuple(target_isr)
+        if target_recovery is not None:
+            recovery = target_recovery
     if (leader == registration.leader and isr == tuple(registration.isr)
             and recovery == registration.leader_recovery_state and assignment == Assignment.of(registration)):
         return None
@@ -133,9 +140,11 @@ def fence_broker(
 def validate_alter_partition(
     registration: PartitionRegistration | None, broker_id: int, leader_epoch: int, partition_epoch: int,
     new_isr: Sequence[tuple[int, int]], brokers: Mapping[int, BrokerRegistration], request_version: int = 3,
+    leader_recovery_state: int = RECOVERED,
 ) -> ErrorCode:
     """Kafka's checks of one AlterPartition partition, in Kafka's order; NONE if it may apply.
-    ``new_isr`` holds (broker id, broker epoch) pairs; epoch -1 skips the epoch check."""
+    ``new_isr`` holds (broker id, broker epoch) pairs; epoch -1 skips the epoch check. A
+    partition still RECOVERING may not grow its ISR, and a RECOVERED one cannot go back."""
     if registration is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if leader_epoch > registration.leader_epoch or partition_epoch > registration.partition_epoch:
@@ -151,6 +160,10 @@ def validate_alter_partition(
         return ErrorCode.INVALID_REQUEST
     if any(not _eligible(brokers.get(b), epoch) for b, epoch in new_isr):
         return ErrorCode.INELIGIBLE_REPLICA if request_version > 1 else ErrorCode.OPERATION_NOT_ATTEMPTED
+    if leader_recovery_state == RECOVERING and len(ids) > 1:
+        return ErrorCode.INVALID_REQUEST
+    if registration.leader_recovery_state == RECOVERED and leader_recovery_state == RECOVERING:
+        return ErrorCode.INVALID_REQUEST
     return ErrorCode.NONE
 
 

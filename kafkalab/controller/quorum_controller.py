@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from kafkalab.controller.local import ImageListener, LocalController
-from kafkalab.controller.partition_change import Election
+from kafkalab.controller.partition_change import RECOVERED, Election
 from kafkalab.controller.raft.metadata_log import batches_below
 from kafkalab.controller.raft.messages import RaftMessage, Send
 from kafkalab.controller.raft.leader import ReplicaDescription
@@ -220,10 +220,10 @@ class QuorumController:
 
     def alter_partition(
         self, broker_id: int, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
-        new_isr: Sequence[tuple[int, int]],
+        new_isr: Sequence[tuple[int, int]], leader_recovery_state: int = RECOVERED,
     ) -> tuple[ErrorCode, PartitionRegistration | None]:
         return self._write(lambda c: c.alter_partition(broker_id, topic, partition, leader_epoch,
-                                                       partition_epoch, new_isr))
+                                                       partition_epoch, new_isr, leader_recovery_state))
 
     def alter_partition_reassignments(
         self, targets: Sequence[tuple[str, int, Sequence[int] | None]],

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 NO_LEADER = -1  # Kafka's LeaderConstants.NO_LEADER
+LEADER_RECOVERED, LEADER_RECOVERING = 0, 1  # Kafka's LeaderRecoveryState values
 NO_BROKER_EPOCH = -1  # a Fetch or AlterPartition that does not name a broker epoch
 
 
@@ -50,7 +51,9 @@ class PartitionRegistration:
     partition_epoch: int = 0
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
-    leader_recovery_state: int = 0  # 1 (RECOVERING) after an unclean election, until the ISR grows
+    # Kafka's LeaderRecoveryState: RECOVERING after an unclean election, until the new leader's
+    # first AlterPartition says RECOVERED (KIP-704).
+    leader_recovery_state: int = LEADER_RECOVERED
 
     def __post_init__(self) -> None:
         if len(set(self.replicas)) != len(self.replicas):

@@ -94,3 +94,24 @@ def test_alter_partition_refuses_fenced_and_shutting_down_replicas() -> None:
         ErrorCode.OPERATION_NOT_ATTEMPTED
     shutting = {**BROKERS, 2: BrokerRegistration(2, 102, "h", 1, in_controlled_shutdown=True)}
     assert validate_alter_partition(REG, 1, 4, 9, ((1, -1), (2, -1)), shutting) == ErrorCode.INELIGIBLE_REPLICA
+
+
+def test_alter_partition_leader_recovery_rules() -> None:
+    """KIP-704, Kafka's validateAlterPartitionData: a RECOVERING partition may not grow its ISR
+    while still recovering, and RECOVERED never goes back to RECOVERING."""
+    from kafkalab.controller.partition_change import RECOVERED, validate_alter_partition
+
+    brokers = {b: BrokerRegistration(b, 10 + b, "h", 9000 + b) for b in (1, 2)}
+    recovering = PartitionRegistration((1, 2), (1,), 1, 3, 5, leader_recovery_state=RECOVERING)
+    recovered = PartitionRegistration((1, 2), (1,), 1, 3, 5)
+
+    def check(registration: PartitionRegistration, isr: tuple[int, ...], state: int) -> ErrorCode:
+        return validate_alter_partition(registration, 1, 3, 5, [(b, -1) for b in isr], brokers,
+                                        leader_recovery_state=state)
+
+    assert check(recovering, (1, 2), RECOVERING) == ErrorCode.INVALID_REQUEST
+    assert check(recovering, (1,), RECOVERING) == ErrorCode.NONE
+    assert check(recovering, (1, 2), RECOVERED) == ErrorCode.NONE
+    assert check(recovered, (1,), RECOVERING) == ErrorCode.INVALID_REQUEST
+    changed = change_partition(recovering, [1, 2], lambda b: True, target_recovery=RECOVERED)
+    assert changed is not None and (changed.isr, changed.leader_recovery_state) == ((1, 2), RECOVERED)

@@ -14,7 +14,7 @@ from kafkalab.records.model import Record
 from kafkalab.records.v2 import build_v2_batch
 from kafkalab.sim.cluster import SimCluster
 
-RECOVERING = 1  # Kafka's LeaderRecoveryState.RECOVERING
+RECOVERED, RECOVERING = 0, 1  # Kafka's LeaderRecoveryState
 
 
 def _one(value: bytes, now_ms: int) -> bytes:
@@ -47,5 +47,12 @@ def test_last_isr_member_dies(tmp_path: Path, setting: str | None, new_leader_is
         fetched = sim.consume("payments", 0, 0)
         values = [r.value for b in iter_batches(fetched.records) for r in b.records]
         assert values == [b"a", b"b"]  # "c" was acknowledged, and is lost
+        # The old leader returns, truncates to the new leader's log and catches up; the new
+        # leader's AlterPartition that adds it to the ISR also says RECOVERED (KIP-704).
+        sim.restart(leader)
+        sim.run_for(20_000)
+        registration = sim.controller.image.partition("payments", 0)
+        assert registration is not None and set(registration.isr) == {leader, follower}
+        assert registration.leader_recovery_state == RECOVERED
     finally:
         sim.close()
