@@ -162,3 +162,66 @@ def test_eviction_of_a_stale_session_comes_first() -> None:
     assert full(cache, [0], SESSION_EVICTION_MS) == 0  # unused for exactly the limit: not stale
     new = full(cache, [0], SESSION_EVICTION_MS + 1)
     assert new != 0 and list(cache.sessions) == [new] and follower not in cache.sessions
+
+
+# --- the broker serving sessions ------------------------------------------------------------------
+
+def _fetch_v7(h: Any, session_id: int, epoch: int, partitions: dict[int, int], *, forgotten: tuple[int, ...] = (),
+              max_wait_ms: int = 0) -> dict:
+    return {"max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": session_id, "session_epoch": epoch,
+            "topics": [{"topic": "foo", "partitions": [{"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20}
+                                                       for p, o in partitions.items()]}] if partitions else [],
+            "forgotten_topics_data": [{"topic": "foo", "partitions": list(forgotten)}] if forgotten else []}
+
+
+def _named(response: Any) -> list[int]:
+    return [p.partition_index for t in response.responses for p in t.partitions]
+
+
+def test_broker_serves_a_session_from_full_to_incremental_to_closed(tmp_path: Any) -> None:
+    from tests.broker._harness import Harness, batch
+
+    h = Harness(tmp_path)
+    try:
+        h.create_topic("foo", 3)
+        h.produce("foo", 1, batch([b"a"]))
+        full_answer = h.call(1, 7, _fetch_v7(h, 0, 0, {0: 0, 1: 0, 2: 0}))
+        session_id = full_answer.session_id
+        assert session_id != 0 and _named(full_answer) == [0, 1, 2]
+        # Incremental, partition 1 moved on to 1: nothing changed anywhere, so the fetch parks.
+        h.send(1, 7, _fetch_v7(h, session_id, 1, {1: 1}, max_wait_ms=500))
+        assert h.outgoing() == []
+        h.send(0, 7, {"acks": 1, "timeout_ms": 1000, "topic_data": [
+            {"name": "foo", "partition_data": [{"index": 2, "records": batch([b"b"])}]}]}, connection_id=2)
+        out = {o.connection_id: o for o in h.outgoing()}
+        parked = h.decode(out[1], 1, 7)
+        assert (parked.error_code, parked.session_id, _named(parked)) == (0, session_id, [2])
+        assert h.broker.fetch_sessions.incremental_fetches == 1
+        # An idle incremental fetch with no wait: an empty answer in the session.
+        idle = h.call(1, 7, _fetch_v7(h, session_id, 2, {2: 1}))
+        assert (idle.error_code, idle.session_id, _named(idle)) == (0, session_id, [])
+        # A replayed epoch is refused at once, with no partitions.
+        stale = h.call(1, 7, _fetch_v7(h, session_id, 2, {}, max_wait_ms=500))
+        assert (stale.error_code, stale.session_id, _named(stale)) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0, [])
+        # Forgetting every partition closes the session.
+        closed = h.call(1, 7, _fetch_v7(h, session_id, 3, {}, forgotten=(0, 1, 2)))
+        assert (closed.error_code, closed.session_id) == (0, 0) and len(h.broker.fetch_sessions) == 0
+        gone = h.call(1, 7, _fetch_v7(h, session_id, 4, {}))
+        assert gone.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    finally:
+        h.close()
+
+
+def test_sessionless_clients_keep_full_answers(tmp_path: Any) -> None:
+    from tests.broker._harness import Harness
+
+    h = Harness(tmp_path, properties={"max.incremental.fetch.session.cache.slots": "0"})
+    try:
+        h.create_topic("foo", 2)
+        assert h.broker.fetch_sessions.slots == 0
+        for epoch in (-1, 0):  # kafka-python's (0, -1); a full request the full cache cannot serve
+            answer = h.call(1, 7, _fetch_v7(h, 0, epoch, {0: 0, 1: 0}))
+            assert (answer.session_id, _named(answer)) == (0, [0, 1])
+    finally:
+        h.close()
