@@ -108,6 +108,7 @@ def follower_fetch_results(response: Any) -> list[PartitionFetchResult]:
 
 
 __all__ = [
-    "FETCH_VERSION", "FollowerFetchSessions", "REPLICA_FETCH_MIN_BYTES", "REPLICA_FETCH_RESPONSE_MAX_BYTES", "REPLICA_FETCH_WAIT_MAX_MS",
+    "FETCH_VERSION", "FollowerFetchSessions", "REPLICA_FETCH_MIN_BYTES", "REPLICA_FETCH_RESPONSE_MAX_BYTES",
+    "REPLICA_FETCH_WAIT_MAX_MS",
     "follower_fetch_request", "follower_fetch_results",
 ]

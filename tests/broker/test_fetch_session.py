@@ -105,7 +105,8 @@ def test_session_errors() -> None:
     unknown = cache.new_context(12, session_id + 1, 1, False, [], [], 0)
     stale = cache.new_context(12, session_id, 5, False, [], [], 0)
     ids = cache.new_context(13, session_id, 1, False, [], [], 0)
-    for context, code in ((unknown, ErrorCode.FETCH_SESSION_ID_NOT_FOUND), (stale, ErrorCode.INVALID_FETCH_SESSION_EPOCH),
+    for context, code in ((unknown, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+                          (stale, ErrorCode.INVALID_FETCH_SESSION_EPOCH),
                           (ids, ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)):
         assert context.kind is ContextKind.SESSION_ERROR and context.partitions == ()
         got = cache.respond(context, [], 0)
@@ -146,7 +147,8 @@ def test_eviction_privileged_beats_unprivileged_then_size() -> None:
     consumer_a = full(cache, [0, 1, 2], 0)
     consumer_b = full(cache, [0], 0)
     follower = full(cache, [0], 10, follower=True)  # evicts the smallest unprivileged: B
-    assert set(cache.sessions) == {consumer_a, follower} and cache.evictions == 1
+    assert set(cache.sessions) == {consumer_a, follower} and consumer_b not in cache.sessions
+    assert cache.evictions == 1
     assert full(cache, [0, 1, 2, 3], 20) == 0  # nothing is old enough to be evicted by a consumer
     later = SESSION_EVICTION_MS + 100
     cache.new_context(12, consumer_a, 1, False, [], [], later)  # A used: old now, but recently used
@@ -166,12 +168,13 @@ def test_eviction_of_a_stale_session_comes_first() -> None:
 
 # --- the broker serving sessions ------------------------------------------------------------------
 
-def _fetch_v7(h: Any, session_id: int, epoch: int, partitions: dict[int, int], *, forgotten: tuple[int, ...] = (),
+def _fetch_v7(session_id: int, epoch: int, partitions: dict[int, int], *, forgotten: tuple[int, ...] = (),
               max_wait_ms: int = 0) -> dict:
     return {"max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
             "session_id": session_id, "session_epoch": epoch,
-            "topics": [{"topic": "foo", "partitions": [{"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20}
-                                                       for p, o in partitions.items()]}] if partitions else [],
+            "topics": [{"topic": "foo", "partitions": [
+                {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20} for p, o in partitions.items()]}]
+            if partitions else [],
             "forgotten_topics_data": [{"topic": "foo", "partitions": list(forgotten)}] if forgotten else []}
 
 
@@ -186,11 +189,11 @@ def test_broker_serves_a_session_from_full_to_incremental_to_closed(tmp_path: An
     try:
         h.create_topic("foo", 3)
         h.produce("foo", 1, batch([b"a"]))
-        full_answer = h.call(1, 7, _fetch_v7(h, 0, 0, {0: 0, 1: 0, 2: 0}))
+        full_answer = h.call(1, 7, _fetch_v7(0, 0, {0: 0, 1: 0, 2: 0}))
         session_id = full_answer.session_id
         assert session_id != 0 and _named(full_answer) == [0, 1, 2]
         # Incremental, partition 1 moved on to 1: nothing changed anywhere, so the fetch parks.
-        h.send(1, 7, _fetch_v7(h, session_id, 1, {1: 1}, max_wait_ms=500))
+        h.send(1, 7, _fetch_v7(session_id, 1, {1: 1}, max_wait_ms=500))
         assert h.outgoing() == []
         h.send(0, 7, {"acks": 1, "timeout_ms": 1000, "topic_data": [
             {"name": "foo", "partition_data": [{"index": 2, "records": batch([b"b"])}]}]}, connection_id=2)
@@ -199,15 +202,15 @@ def test_broker_serves_a_session_from_full_to_incremental_to_closed(tmp_path: An
         assert (parked.error_code, parked.session_id, _named(parked)) == (0, session_id, [2])
         assert h.broker.fetch_sessions.incremental_fetches == 1
         # An idle incremental fetch with no wait: an empty answer in the session.
-        idle = h.call(1, 7, _fetch_v7(h, session_id, 2, {2: 1}))
+        idle = h.call(1, 7, _fetch_v7(session_id, 2, {2: 1}))
         assert (idle.error_code, idle.session_id, _named(idle)) == (0, session_id, [])
         # A replayed epoch is refused at once, with no partitions.
-        stale = h.call(1, 7, _fetch_v7(h, session_id, 2, {}, max_wait_ms=500))
+        stale = h.call(1, 7, _fetch_v7(session_id, 2, {}, max_wait_ms=500))
         assert (stale.error_code, stale.session_id, _named(stale)) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0, [])
         # Forgetting every partition closes the session.
-        closed = h.call(1, 7, _fetch_v7(h, session_id, 3, {}, forgotten=(0, 1, 2)))
+        closed = h.call(1, 7, _fetch_v7(session_id, 3, {}, forgotten=(0, 1, 2)))
         assert (closed.error_code, closed.session_id) == (0, 0) and len(h.broker.fetch_sessions) == 0
-        gone = h.call(1, 7, _fetch_v7(h, session_id, 4, {}))
+        gone = h.call(1, 7, _fetch_v7(session_id, 4, {}))
         assert gone.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     finally:
         h.close()
@@ -221,7 +224,7 @@ def test_sessionless_clients_keep_full_answers(tmp_path: Any) -> None:
         h.create_topic("foo", 2)
         assert h.broker.fetch_sessions.slots == 0
         for epoch in (-1, 0):  # kafka-python's (0, -1); a full request the full cache cannot serve
-            answer = h.call(1, 7, _fetch_v7(h, 0, epoch, {0: 0, 1: 0}))
+            answer = h.call(1, 7, _fetch_v7(0, epoch, {0: 0, 1: 0}))
             assert (answer.session_id, _named(answer)) == (0, [0, 1])
     finally:
         h.close()
