@@ -66,13 +66,15 @@ class FetchRequestData:
 class FetchSessionHandler:
     """The session a fetcher keeps with one broker. Not thread-safe; owned by one fetcher.
 
-    ``full_requests`` and ``incremental_requests`` count what :meth:`build` produced."""
+    ``full_requests`` and ``incremental_requests`` count what :meth:`build` produced,
+    ``refused`` the answers :meth:`handle_response` could not use and the requests that got none."""
 
     def __init__(self) -> None:
         self.next_metadata: FetchMetadata = INITIAL
         self.session_partitions: dict[PartitionKey, Any] = {}  # the FetchPartition last sent for each
         self.full_requests = 0
         self.incremental_requests = 0
+        self.refused = 0
 
     @property
     def session_id(self) -> int:
@@ -107,6 +109,7 @@ class FetchSessionHandler:
         """Take the broker's answer to the request last built; False if it cannot be used as
         it is (the partitions it names are then no answer to the request)."""
         if response.error_code != ErrorCode.NONE:
+            self.refused += 1
             if response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND:
                 self.next_metadata = INITIAL
             else:
@@ -116,12 +119,14 @@ class FetchSessionHandler:
         session = self.session_partitions.keys()
         if self.next_metadata.is_full:
             if named != set(session):  # a full answer names every partition of the request
+                self.refused += 1
                 self.next_metadata = INITIAL
                 return False
             self.next_metadata = INITIAL if response.session_id == INVALID_SESSION_ID else \
                 FetchMetadata(response.session_id, 1)
             return True
         if not named <= set(session):  # an incremental answer names only the session's partitions
+            self.refused += 1
             self.next_metadata = self.next_metadata.close_existing_attempt_new()
             return False
         self.next_metadata = INITIAL if response.session_id == INVALID_SESSION_ID else \
@@ -130,6 +135,7 @@ class FetchSessionHandler:
 
     def handle_error(self) -> None:
         """The request got no answer: the next one is full, closing the session."""
+        self.refused += 1
         self.next_metadata = self.next_metadata.close_existing_attempt_new()
 
     def notify_close(self) -> None:
