@@ -50,7 +50,7 @@ session takes a free slot, else it may evict one (Kafka's ``tryEvict``):
 
 Worked example: ``slots=1``. At t=0 consumer C opens a 3-partition session (id 17). At t=1000
 follower F opens a 10-partition full fetch: C is not stale, but F is privileged and C is not,
-so C is evicted and F gets the slot. C's next incremental fetch ``(17, 2)`` is answered
+so C is evicted and F gets the slot. C's next incremental fetch ``(17, 1)`` is answered
 FETCH_SESSION_ID_NOT_FOUND and C falls back to a full request, which cannot evict F (F is
 privileged and younger than 2 minutes) and so is served without a session (id 0).
 

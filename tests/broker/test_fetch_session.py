@@ -228,3 +228,13 @@ def test_sessionless_clients_keep_full_answers(tmp_path: Any) -> None:
             assert (answer.session_id, _named(answer)) == (0, [0, 1])
     finally:
         h.close()
+
+
+def test_the_worked_example_of_the_module_docstring() -> None:
+    cache = FetchSessionCache(1, random.Random(1))
+    consumer = full(cache, [0, 1, 2], 0)
+    follower = full(cache, list(range(10)), 1_000, follower=True)
+    assert list(cache.sessions) == [follower]
+    refused = cache.new_context(12, consumer, 1, False, [], [], 2_000)
+    assert refused.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    assert full(cache, [0, 1, 2], 2_000) == 0 and list(cache.sessions) == [follower]
