@@ -108,6 +108,10 @@ class FetchSessionHandler:
     def handle_response(self, response: Any) -> bool:
         """Take the broker's answer to the request last built; False if it cannot be used as
         it is (the partitions it names are then no answer to the request)."""
+        if response.session_id < 0:  # not a session id: a broker bug, treated as a session error
+            self.refused += 1
+            self.next_metadata = INITIAL
+            return False
         if response.error_code != ErrorCode.NONE:
             self.refused += 1
             if response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND:

@@ -49,8 +49,9 @@ class FetchMetadata:
     epoch: int
 
     def __post_init__(self) -> None:
-        if not (0 <= self.session_id <= EPOCH_MAX and FINAL_EPOCH <= self.epoch <= EPOCH_MAX):
-            raise ValueError(f"fetch session ({self.session_id}, {self.epoch}) is outside the int32 ranges")
+        # Built only from our own epochs and from session ids a caller has checked (>= 0).
+        assert 0 <= self.session_id <= EPOCH_MAX, self.session_id
+        assert FINAL_EPOCH <= self.epoch <= EPOCH_MAX, self.epoch
 
     @property
     def is_full(self) -> bool:

@@ -38,8 +38,14 @@ def full(cache: FetchSessionCache, partitions: list[int], now_ms: int = 0, *, fo
 def test_epochs_follow_fetch_metadata() -> None:
     assert [next_epoch(e) for e in (-1, 0, 1, EPOCH_MAX)] == [-1, 1, 2, 1]
     assert FetchMetadata(0, 0).is_full and FetchMetadata(5, -1).is_full and not FetchMetadata(5, 1).is_full
-    with pytest.raises(ValueError):
-        FetchMetadata(-1, 0)
+
+
+@pytest.mark.parametrize(("session_id", "epoch", "code"), [(-3, 4, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+                                                            (7, -9, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)])
+def test_nonsense_session_fields_are_session_errors(session_id: int, epoch: int, code: ErrorCode) -> None:
+    cache = FetchSessionCache(10, random.Random(1))
+    context = cache.new_context(12, session_id, epoch, False, [("foo", want(0))], [], 0)
+    assert context.kind is ContextKind.SESSION_ERROR and context.error_code == code
 
 
 def test_sessionless_request_makes_no_session() -> None:

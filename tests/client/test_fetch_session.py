@@ -78,6 +78,13 @@ def test_session_errors_and_lost_answers_fall_back_to_full() -> None:
     assert handler.next_metadata == FetchMetadata(77, -1)
 
 
+def test_a_negative_session_id_is_refused_not_raised() -> None:
+    handler = FetchSessionHandler()
+    handler.build(wanted({("foo", 0): 0}))
+    assert not handler.handle_response(response(-5, [("foo", 0)]))
+    assert handler.next_metadata == FetchMetadata(0, 0) and handler.refused == 1
+
+
 def test_the_broker_without_a_session_keeps_requests_full() -> None:
     handler = FetchSessionHandler()
     for _ in range(3):
