@@ -53,6 +53,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalab.broker.delayed_fetch import FETCH_PURGE_INTERVAL, DelayedFetch
+from kafkalab.broker.fetch_session import FetchSessionCache
+from kafkalab.broker.replica_fetch import FollowerFetchSessions
 from kafkalab.broker.coordinator_partitions import CoordinatorPartitions, internal_topic_replication_factor
 from kafkalab.broker.delayed_produce import PRODUCE_PURGE_INTERVAL, DelayedProduce
 from kafkalab.broker.group_log import BrokerCoordinatorLog
@@ -185,6 +187,12 @@ class Broker:
         self.client_hosts: dict[int, str] = {}  # by connection, filled in by the network adapter
         group_settings = _group_settings(config_store, str(settings.node_id))
         node = str(settings.node_id)
+        # KIP-227. Session ids come from a generator of their own, seeded by node and start time,
+        # so that they leave the shared generator's draws (group member ids) as they were.
+        self.fetch_sessions = FetchSessionCache(
+            _broker_int(config_store, node, "max.incremental.fetch.session.cache.slots"),
+            random.Random(f"fetch-sessions-{node}-{timer.now_ms()}"))
+        self.follower_sessions = FollowerFetchSessions()  # this broker's sessions with its leaders
         self.offsets_log = BrokerCoordinatorLog(
             self, group_settings.offsets_partitions, _broker_int(config_store, node, "offsets.topic.segment.bytes"),
             internal_topic_replication_factor(_broker_int(config_store, node, "offsets.topic.replication.factor"),

@@ -47,14 +47,14 @@ FETCH_PURGE_INTERVAL = 1_000
 # one request in flight, so this also caps what CONNECTIONS_MAX clients can park.
 DELAYED_FETCHES_MAX = 10_000
 
-ReadResult = tuple[Any, int, bool]  # (response body, record bytes found, whether a partition failed)
+ReadResult = tuple[Any, int, bool]  # (what was read, record bytes found, whether a partition failed)
 
 
 class DelayedFetch(DelayedOperation):
     """A parked fetch: how to re-read it, how to answer it, and its ``min_bytes``.
 
-    ``read()`` reads every partition of the request now; ``respond(body)`` sends the response on
-    the fetch's connection. Not thread-safe; owned by the broker's fetch purgatory.
+    ``read()`` reads every partition of the request now; ``respond(read)`` builds the response
+    from what was read (through the fetch session, if any) and sends it on the fetch's connection. Not thread-safe; owned by the broker's fetch purgatory.
     """
 
     __slots__ = ("connection_id", "min_bytes", "_read", "_respond", "_ready", "abandoned", "expired")

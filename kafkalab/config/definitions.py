@@ -188,6 +188,7 @@ _BROKER_ROWS: tuple[ConfigKey, ...] = (
     ConfigKey("num.replica.fetchers", I, 1, "Fetcher threads per source broker.", at_least(1), CW),
     ConfigKey("broker.rack", STR, None, "The rack (or availability zone) of this broker, for placement and KIP-392."),
     ConfigKey("replica.selector.class", CLASS, None, "Picks a consumer's preferred read replica (KIP-392); unset, consumers read leaders."),
+    ConfigKey("max.incremental.fetch.session.cache.slots", I, 1000, "Incremental fetch sessions (KIP-227) the broker keeps.", at_least(0)),
     ConfigKey("auto.leader.rebalance.enable", B, True, "Move leadership back to the preferred replica in the background."),
     ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "How often the controller checks leader balance.", at_least(1)),
     ConfigKey("leader.imbalance.per.broker.percentage", I, 10, "Leader imbalance per broker that triggers a rebalance.", at_least(0)),

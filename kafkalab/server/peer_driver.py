@@ -44,7 +44,7 @@ from typing import Any
 from kafkalab.broker.broker import Broker
 from kafkalab.broker.lifecycle import ControllerRequest
 from kafkalab.broker.metadata_follower import METADATA_FETCH_VERSION
-from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
+from kafkalab.broker.replica_fetch import FETCH_VERSION
 from kafkalab.broker.txn_channel import WRITE_TXN_MARKERS_VERSION
 from kafkalab.broker.txn_verification import VERIFY_VERSION
 from kafkalab.errors import NetworkError
@@ -129,17 +129,19 @@ class PeerDriver:
             if not fetches:
                 continue
             self._fetching_from.add(leader_id)
-            self.channel.send(leader_id, ApiKey.FETCH, FETCH_VERSION, follower_fetch_request(node_id, fetches),
+            body = self.broker.follower_sessions.request(node_id, leader_id, fetches)
+            self.channel.send(leader_id, ApiKey.FETCH, FETCH_VERSION, body,
                               functools.partial(self._fetch_answered, leader_id),
                               functools.partial(self._fetch_failed, leader_id))
 
     def _fetch_answered(self, leader_id: int, response: Any) -> None:
         self._fetching_from.discard(leader_id)
-        self.broker.replica_manager.on_fetch_response(leader_id, follower_fetch_results(response))
+        self.broker.replica_manager.on_fetch_response(leader_id, self.broker.follower_sessions.results(leader_id, response))
         self.on_change()
 
     def _fetch_failed(self, leader_id: int, error: NetworkError) -> None:
         self._fetching_from.discard(leader_id)
+        self.broker.follower_sessions.failed(leader_id)
         self._backoff_until_s[leader_id] = asyncio.get_running_loop().time() + REPLICA_FETCH_BACKOFF_S
         self.fetch_failures = [*self.fetch_failures[-9:], error]
 

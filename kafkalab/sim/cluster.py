@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.broker.broker import Broker
-from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request, follower_fetch_results
+from kafkalab.broker.replica_fetch import FETCH_VERSION, follower_fetch_request
 from kafkalab.broker.settings import BrokerSettings
 from kafkalab.broker.startup import open_broker
 from kafkalab.broker.txn_channel import WRITE_TXN_MARKERS_VERSION
@@ -520,10 +520,10 @@ class SimCluster:
                 if not fetches:
                     continue
                 node.fetching_from.add(leader_id)
-                body = follower_fetch_request(node.node_id, fetches)
+                body = node.broker.follower_sessions.request(node.node_id, leader_id, fetches)
                 self._send(node.node_id, leader_id, ApiKey.FETCH, FETCH_VERSION, body,
                            self._fetch_answered(node, leader_id),
-                           on_timeout=functools.partial(node.fetching_from.discard, leader_id))
+                           on_timeout=functools.partial(self._fetch_timed_out, node, leader_id))
 
     def _send_txn_markers(self) -> None:
         """Each transaction coordinator's queued WriteTxnMarkers go to the partition leaders."""
@@ -539,8 +539,13 @@ class SimCluster:
     def _fetch_answered(self, node: SimNode, leader_id: int) -> Callable[[Any], None]:
         def on_response(response: Any) -> None:
             node.fetching_from.discard(leader_id)
-            node.broker.replica_manager.on_fetch_response(leader_id, follower_fetch_results(response))
+            node.broker.replica_manager.on_fetch_response(leader_id, node.broker.follower_sessions.results(
+                leader_id, response))
         return on_response
+
+    def _fetch_timed_out(self, node: SimNode, leader_id: int) -> None:
+        node.fetching_from.discard(leader_id)
+        node.broker.follower_sessions.failed(leader_id)
 
     def _send_to_controller(self) -> None:
         """Each broker's registration, heartbeat and AlterPartition requests, and its metadata

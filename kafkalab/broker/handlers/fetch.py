@@ -29,17 +29,27 @@ and ``last_stable_offset=4``; read_uncommitted gets 0-5 and null.
 If the partitions together hold fewer than ``min_bytes`` and ``max_wait_ms`` > 0, the request
 is parked as a ``DelayedFetch`` in the broker's fetch purgatory (see
 :mod:`kafkalab.broker.delayed_fetch`) and answered when a produce brings enough bytes
-(``check_and_complete`` on the partition) or the timing wheel reaches ``max_wait_ms``. Fetch sessions (KIP-227) are not kept:
-``session_id`` 0 in every response tells clients to send full fetch requests.
+(``check_and_complete`` on the partition) or the timing wheel reaches ``max_wait_ms``.
+
+Fetch sessions (KIP-227, v7+): the broker's :class:`~kafkalab.broker.fetch_session.FetchSessionCache`
+turns the request into a context first -- which partitions to read (an incremental request's
+are the session's), or a session error answered at once with no partitions -- and the answer,
+now or when a parked fetch completes, names only what the context lets through (an incremental
+response: the partitions with something new). A follower's fetch offsets are recorded for every
+partition of its session, named in the request or implied by it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
+from itertools import groupby
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkalab.broker.delayed_fetch import DELAYED_FETCHES_MAX, DelayedFetch
+from kafkalab.broker.fetch_session import FetchContext, TopicPartitionData
 from kafkalab.replication.partition import NotLeaderOrFollowerError, Partition
 from kafkalab.replication.replica_selector import NO_PREFERRED_REPLICA, Candidate, preferred_read_replica
 from kafkalab.replication.truncation import EpochEndOffset
@@ -64,54 +74,68 @@ ANSWERS_CACHED = 4096  # partition answers without records kept for reuse
 
 def handle_fetch(broker: Broker, request: Request) -> Any:
     body = request.body
-    version = request.header.api_version
-    response, size_bytes, answer_now = read_partitions(broker, body, version, request.now_ms)
+    version, now_ms = request.header.api_version, request.now_ms
+    fetch_data = [(t.topic, p) for t in body.topics for p in t.partitions]
+    forgotten = [(t.topic, p) for t in body.forgotten_topics_data for p in t.partitions]
+    context = broker.fetch_sessions.new_context(
+        version, body.session_id, body.session_epoch, body.replica_id >= 0, fetch_data, forgotten, now_ms)
+    answers, size_bytes, answer_now = read_partitions(broker, body, context.partitions, version, now_ms)
     if body.replica_id >= 0:
-        _record_follower_fetch(broker, body, response, request.now_ms)
-    enough = size_bytes >= body.min_bytes or answer_now
+        _record_follower_fetch(broker, body.replica_id, context.partitions, answers, now_ms)
+    enough = size_bytes >= body.min_bytes or answer_now or not context.partitions
     if enough or body.max_wait_ms <= 0 or len(broker.parked_fetches) >= DELAYED_FETCHES_MAX:
-        return response
+        return _response(broker, context, answers, now_ms)
     header, connection_id = request.header, request.connection_id
 
-    def respond(completed: Any) -> None:
+    def respond(completed: list[TopicPartitionData]) -> None:
         broker.parked_fetches.pop(connection_id, None)
-        broker.respond(connection_id, ApiKey.FETCH, header.api_version, header.correlation_id, completed)
+        response = _response(broker, context, completed, broker.timer.now_ms())
+        broker.respond(connection_id, ApiKey.FETCH, header.api_version, header.correlation_id, response)
 
     operation = DelayedFetch(
         connection_id, body.max_wait_ms, body.min_bytes,
-        lambda: read_partitions(broker, body, version, broker.timer.now_ms()), respond,
+        lambda: read_partitions(broker, body, context.partitions, version, broker.timer.now_ms()), respond,
         name=f"fetch-{connection_id}-{header.correlation_id}",
     )
-    keys = sorted({(t.topic, p.partition) for t in body.topics for p in t.partitions})
+    keys = sorted({(topic, wanted.partition) for topic, wanted in context.partitions})
     broker.parked_fetches[connection_id] = operation
     # If a re-check completes it inside this call, its response is already in the outbox.
     broker.fetch_purgatory.try_complete_else_watch(operation, keys)
     return PENDING
 
 
-def read_partitions(broker: Broker, body: Any, version: int = 0, now_ms: int = 0) -> tuple[Any, int, bool]:
-    """(response, record bytes found, whether to answer at once: a partition failed or points
-    the consumer to another replica)."""
+def _response(broker: Broker, context: FetchContext, answers: list[TopicPartitionData], now_ms: int) -> Any:
+    """The response the session context lets through, its partitions grouped by topic in order."""
+    answer = broker.fetch_sessions.respond(context, answers, now_ms)
+    topics = tuple(_T(topic=topic, partitions=tuple(data for _, data in group))
+                   for topic, group in groupby(answer.partitions, key=itemgetter(0)))
+    return _R(error_code=answer.error_code, session_id=answer.session_id, responses=topics)
+
+
+def read_partitions(
+    broker: Broker, body: Any, partitions: Sequence[TopicPartitionData], version: int = 0, now_ms: int = 0,
+) -> tuple[list[TopicPartitionData], int, bool]:
+    """Read ``partitions`` (topic, FetchPartition) under the request's limits: ((topic, answer)
+    in the same order, record bytes found, whether to answer at once: a partition failed or
+    points the consumer to another replica)."""
     remaining_bytes = max(body.max_bytes, 0)
     min_one_message = True
     size_total = 0
     answer_now = False
-    topics = []
+    answers = []
     client = _ClientMetadata(body.rack_id or "", now_ms) if version >= CLIENT_METADATA_VERSION and body.replica_id < 0 else None
-    for topic in body.topics:
-        partitions = []
-        for wanted in topic.partitions:
-            limit = min(wanted.partition_max_bytes, remaining_bytes)
-            data, size_bytes = _read_one(broker, topic.topic, wanted, limit, min_one_message, body.replica_id,
-                                         body.isolation_level == READ_COMMITTED, client)
-            answer_now = answer_now or data.error_code != 0 or data.preferred_read_replica != NO_PREFERRED_REPLICA
-            if size_bytes:
-                min_one_message = False
-                remaining_bytes = max(remaining_bytes - size_bytes, 0)
-                size_total += size_bytes
-            partitions.append(data)
-        topics.append(_T(topic=topic.topic, partitions=tuple(partitions)))
-    return _R(error_code=0, session_id=0, responses=tuple(topics)), size_total, answer_now
+    read_committed = body.isolation_level == READ_COMMITTED
+    for topic, wanted in partitions:
+        limit = min(wanted.partition_max_bytes, remaining_bytes)
+        data, size_bytes = _read_one(broker, topic, wanted, limit, min_one_message, body.replica_id,
+                                     read_committed, client)
+        answer_now = answer_now or data.error_code != 0 or data.preferred_read_replica != NO_PREFERRED_REPLICA
+        if size_bytes:
+            min_one_message = False
+            remaining_bytes = max(remaining_bytes - size_bytes, 0)
+            size_total += size_bytes
+        answers.append((topic, data))
+    return answers, size_total, answer_now
 
 
 class _ClientMetadata(NamedTuple):
@@ -217,21 +241,20 @@ def _check_reader(partition: Partition, wanted: Any, replica_id: int, *, leader_
     return None
 
 
-def _record_follower_fetch(broker: Broker, body: Any, response: Any, now_ms: int) -> None:
+def _record_follower_fetch(broker: Broker, replica_id: int, partitions: Sequence[TopicPartitionData],
+                           answers: list[TopicPartitionData], now_ms: int) -> None:
     """A follower's fetch offsets are its LEOs: record them, which may move the HW (completing
     parked produces) and propose ISR changes for the controller. Done once per request, not on
-    the re-reads of a parked fetch, as Kafka does."""
-    answers = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
-    for topic in body.topics:
-        for wanted in topic.partitions:
-            answer = answers[(topic.topic, wanted.partition)]
-            hosted = broker.topics.partition(topic.topic, wanted.partition)
-            if hosted is None or answer.error_code != 0 or answer.diverging_epoch is not None:
-                continue
-            proposal = hosted.partition.update_follower_fetch_state(
-                body.replica_id, wanted.fetch_offset, wanted.log_start_offset, now_ms)
-            if proposal is not None:
-                broker.replica_manager.propose(proposal)
+    the re-reads of a parked fetch, as Kafka does; an incremental request's implied partitions
+    count with the offsets the session remembers."""
+    for (topic, wanted), (_, answer) in zip(partitions, answers):
+        hosted = broker.topics.partition(topic, wanted.partition)
+        if hosted is None or answer.error_code != 0 or answer.diverging_epoch is not None:
+            continue
+        proposal = hosted.partition.update_follower_fetch_state(
+            replica_id, wanted.fetch_offset, wanted.log_start_offset, now_ms)
+        if proposal is not None:
+            broker.replica_manager.propose(proposal)
 
 
 def _partition(wanted: Any, error_code: int, offsets: _Offsets, records: Any,

@@ -52,6 +52,7 @@ from typing import Any
 from kafkalab.client.consumer import requests as build
 from kafkalab.client.consumer.config import ConsumerConfig
 from kafkalab.client.consumer.fetcher import ConsumerRecord, fetch_request, partition_records
+from kafkalab.client.fetch_session import FetchSessionHandler
 from kafkalab.client.consumer.positions import EARLIEST, LATEST, PartitionState, SubscriptionState
 from kafkalab.client.consumer_protocol import NO_GENERATION
 from kafkalab.client.membership import Coordinator, GroupMember, MemberConfig, MemberState
@@ -119,6 +120,7 @@ class ConsumerCore:
         self._next_request_id = 0
         self._metadata_due_ms: int | None = 0
         self._fetching_from: set[int] = set()
+        self._fetch_sessions: dict[int, FetchSessionHandler] = {}  # by broker (KIP-227)
         self._commits: list[tuple[dict[TopicPartition, int], CommitCallback | None]] = []
         self._next_auto_commit_ms: int | None = None
         self._assigned_coordinator: Coordinator | None = None  # the group's coordinator, after assign()
@@ -265,6 +267,7 @@ class ConsumerCore:
             self._sync_membership()
         elif kind == "fetch":
             self._fetching_from.discard(context[0])
+            self._fetch_sessions[context[0]].handle_error()
         elif kind == "commit":
             self._commit_done(context, KafkaError("OffsetCommit got no answer", error_code=ErrorCode.REQUEST_TIMED_OUT))
         if kind in ("commit", "offset-fetch", "find-coordinator"):
@@ -371,8 +374,9 @@ class ConsumerCore:
                 by_node.setdefault(node, []).append((tp, position))
         for node, positions in sorted(by_node.items()):
             self._fetching_from.add(node)
-            self._add(out, "fetch", (node, dict(positions)), ApiKey.FETCH, fetch_request(self.config, positions),
-                      node, build.VERSIONS[ApiKey.FETCH])
+            session = self._fetch_sessions.setdefault(node, FetchSessionHandler())
+            self._add(out, "fetch", (node, dict(positions)), ApiKey.FETCH,
+                      fetch_request(self.config, positions, session), node, build.VERSIONS[ApiKey.FETCH])
 
     def _read_from(self, tp: TopicPartition, now_ms: int) -> int | None:
         """The preferred read replica while it is fresh and known, else the leader (Kafka's
@@ -457,6 +461,8 @@ class ConsumerCore:
     def _on_fetch(self, context: Any, body: Any, now_ms: int) -> None:
         leader, positions = context
         self._fetching_from.discard(leader)
+        if not self._fetch_sessions[leader].handle_response(body):
+            return  # a session error: the next fetch is full again
         for tp, data in build.fetch_results(body):
             entry = self.subscriptions.partitions.get(tp)
             if entry is None or entry.state is not PartitionState.FETCHING or entry.position != positions.get(tp):

@@ -14,6 +14,11 @@ settings that shape the broker's answer:
 * ``isolation.level``: read_committed answers stop at the last stable offset and list the
   aborted transactions in range.
 
+A consumer keeps a fetch session with each broker (KIP-227,
+:class:`~kafkalab.client.fetch_session.FetchSessionHandler`): after the first full Fetch it
+names only the partitions whose position moved, and the broker answers only those with records
+or a new high watermark.
+
 :func:`partition_records` turns one partition's answer into records. The broker sends whole
 batches, so the first may start before the position (a compressed batch is one unit) and the
 last may be cut off by the byte cap; the former's early records and the latter are dropped.
@@ -41,9 +46,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkalab.client.consumer.config import ConsumerConfig
+from kafkalab.client.fetch_session import FetchRequestData, FetchSessionHandler
 from kafkalab.errors import ErrorCode, InvalidRecordError, RecordTooLargeError
 from kafkalab.protocol import SCHEMAS
 from kafkalab.protocol.api_keys import ApiKey
+from kafkalab.protocol.fetch_metadata import SESSIONLESS
 from kafkalab.records import iter_batches
 from kafkalab.records.codec import decode_batch
 from kafkalab.records.control import ControlRecordType, parse_control_record
@@ -55,7 +62,6 @@ if TYPE_CHECKING:
     from kafkalab.records.columnar import RecordColumns
 
 CONSUMER_REPLICA_ID = -1  # a consumer's Fetch names no replica
-NO_FETCH_SESSION = (0, -1)  # session id, epoch: a full fetch each time (no KIP-227 session)
 
 
 class ConsumerRecord(NamedTuple):
@@ -83,19 +89,25 @@ class FetchedPartition:
     last_stable_offset: int
 
 
-def fetch_request(config: ConsumerConfig, positions: Iterable[tuple[TopicPartition, int]]) -> Any:
-    """One Fetch naming every ``(partition, position)`` a broker leads."""
+def fetch_request(config: ConsumerConfig, positions: Iterable[tuple[TopicPartition, int]],
+                  session: FetchSessionHandler | None = None) -> Any:
+    """One Fetch for every ``(partition, position)`` a broker leads: all of them without a
+    ``session`` (sessionless), else what the session says (full, or incremental: only the
+    partitions whose position moved, KIP-227)."""
     request = SCHEMAS[ApiKey.FETCH][0].cls
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), offset in positions:
-        by_topic.setdefault(topic, []).append(request.FetchTopic.FetchPartition(
-            partition=partition, fetch_offset=offset, partition_max_bytes=config.max_partition_fetch_bytes))
-    session_id, session_epoch = NO_FETCH_SESSION
+    by_topic = sorted(positions, key=lambda item: item[0][0])  # stable: partitions of a topic together
+    wanted = [(tp, request.FetchTopic.FetchPartition(partition=tp[1], fetch_offset=offset,
+                                                      partition_max_bytes=config.max_partition_fetch_bytes))
+              for tp, offset in by_topic]
+    if session is None:
+        data = FetchRequestData(tuple(wanted), (), SESSIONLESS, tuple(tp for tp, _ in wanted))
+    else:
+        data = session.build(wanted)
     return request(replica_id=CONSUMER_REPLICA_ID, max_wait_ms=config.fetch_max_wait_ms,
                    min_bytes=config.fetch_min_bytes, max_bytes=config.fetch_max_bytes,
-                   isolation_level=config.isolation, session_id=session_id, session_epoch=session_epoch,
-                   rack_id=config.client_rack or "",
-                   topics=tuple(request.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()))
+                   isolation_level=config.isolation, session_id=data.metadata.session_id,
+                   session_epoch=data.metadata.epoch, rack_id=config.client_rack or "",
+                   topics=data.topics(), forgotten_topics_data=data.forgotten_topics())
 
 
 def partition_records(config: ConsumerConfig, tp: TopicPartition, position: int, data: Any) -> FetchedPartition:
