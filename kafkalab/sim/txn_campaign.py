@@ -472,7 +472,10 @@ def _quiet(cluster: SimCluster) -> bool:
             return False
     for topic, count in ((TOPIC, PARTITIONS), (TRANSACTION_STATE_TOPIC, TXN_STATE_PARTITIONS)):
         for partition in range(count):
-            log = cluster.nodes[cluster.leader(topic, partition)].broker.topics.log(topic, partition)
+            leader = cluster.leader(topic, partition)
+            if leader not in cluster.nodes:  # no leader right now (-1): an election is pending
+                return False
+            log = cluster.nodes[leader].broker.topics.log(topic, partition)
             if log is None or not log.last_stable_offset == log.high_watermark == log.log_end_offset:
                 return False
     return True
